@@ -1,0 +1,193 @@
+import type { Database, Queryable } from '../src/db/database';
+import type { EventStore, Position, RecordedEvent, Subscription } from '../src/eventstore/types';
+import { START, comparePositions } from '../src/eventstore/types';
+import type { Logger } from '../src/log';
+
+/** A read model or process manager: applies one event inside the transaction that moves its checkpoint. */
+export interface Projection {
+  name: string;
+  /** Event types it reads; the others only move its checkpoint. */
+  handles: readonly string[];
+  apply(tx: Queryable, event: RecordedEvent): Promise<void>;
+}
+
+export type ProjectionState = 'starting' | 'running' | 'retrying' | 'failed' | 'stopped';
+
+export interface ProjectionStatus {
+  name: string;
+  state: ProjectionState;
+  position: { commit: string; prepare: string } | null;
+  error?: string;
+  failedEvent?: { id: string; type: string; streamName: string; position: string };
+}
+
+/** Connection-level and concurrency failures pass; anything else applied to the same event fails again. */
+export function isTransient(err: unknown): boolean {
+  const e = err as { code?: string };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  return (
+    code.startsWith('08') || // connection exceptions
+    code === '40001' || // serialization failure
+    code === '40P01' || // deadlock
+    code === '57P01' || // admin shutdown
+    code === '53300' || // too many connections
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const fmt = (p: Position) => ({ commit: p.commit.toString(), prepare: p.prepare.toString() });
+
+export interface RunnerOptions {
+  /** Attempts for an event that fails with a non-transient error before the projection stops. */
+  poisonAttempts?: number;
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  batchSize?: number;
+}
+
+export interface ProjectionRunner {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  status(): ProjectionStatus[];
+  /** Resolves true once every named projection (all when omitted) has applied `position`; false on timeout. */
+  waitFor(position: Position, timeoutMs: number, names?: string[]): Promise<boolean>;
+}
+
+export function createProjectionRunner(
+  store: EventStore,
+  db: Database,
+  projections: Projection[],
+  log: Logger,
+  opts: RunnerOptions = {},
+): ProjectionRunner {
+  const { poisonAttempts = 3, baseBackoffMs = 50, maxBackoffMs = 5000, batchSize = 200 } = opts;
+  const states = new Map<string, ProjectionStatus & { at: Position | null }>();
+  const waiters = new Set<() => void>();
+  const subs = new Map<string, Subscription>();
+  let stopping = false;
+
+  const notify = () => [...waiters].forEach((w) => w());
+
+  const loadCheckpoint = async (name: string): Promise<Position> => {
+    const res = await db.query<{ c: string; p: string }>(
+      'SELECT commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints WHERE name = $1',
+      [name],
+    );
+    const row = res.rows[0];
+    return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
+  };
+
+  /** One transaction: the events' effects and the checkpoint commit together or not at all. */
+  const applyBatch = (p: Projection, events: RecordedEvent[]) =>
+    db.transaction(async (tx) => {
+      for (const e of events) if (p.handles.includes(e.type)) await p.apply(tx, e);
+      const last = events[events.length - 1]!.position;
+      await tx.query(
+        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position, updated_at)
+         VALUES ($1, $2::numeric, $3::numeric, now())
+         ON CONFLICT (name) DO UPDATE SET commit_position = EXCLUDED.commit_position,
+           prepare_position = EXCLUDED.prepare_position, updated_at = now()`,
+        [p.name, last.commit.toString(), last.prepare.toString()],
+      );
+    });
+
+  /** A failing batch is retried event by event, so a poison event is named and its predecessors land. */
+  const handleBatch = async (p: Projection, events: RecordedEvent[]) => {
+    const st = states.get(p.name)!;
+    try {
+      await applyBatch(p, events);
+    } catch (batchErr) {
+      log.warn('projection batch failed, applying its events one by one', {
+        projection: p.name,
+        error: batchErr instanceof Error ? batchErr.message : String(batchErr),
+      });
+      for (const e of events) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await applyBatch(p, [e]);
+            break;
+          } catch (err) {
+            const transient = isTransient(err);
+            if (!transient && attempt >= poisonAttempts) {
+              st.failedEvent = { id: e.id, type: e.type, streamName: e.streamName, position: e.position.commit.toString() };
+              throw err;
+            }
+            if (stopping) throw err;
+            st.state = 'retrying';
+            st.error = err instanceof Error ? err.message : String(err);
+            log.warn('projection retry', { projection: p.name, eventId: e.id, attempt, error: st.error });
+            await sleep(Math.min(maxBackoffMs, baseBackoffMs * 2 ** (attempt - 1)));
+          }
+        }
+        st.at = e.position;
+      }
+    }
+    st.at = events[events.length - 1]!.position;
+    st.state = 'running';
+    delete st.error;
+    notify();
+  };
+
+  const run = async (p: Projection) => {
+    const st = states.get(p.name)!;
+    const from = await loadCheckpoint(p.name);
+    st.at = from === START ? null : from;
+    st.state = 'running';
+    notify();
+    subs.set(
+      p.name,
+      store.subscribe({
+        from,
+        batchSize,
+        handler: (events) => handleBatch(p, events),
+        onError: (err) => {
+          if (stopping) return;
+          st.state = 'failed';
+          st.error = err instanceof Error ? err.message : String(err);
+          log.error('projection stopped on an event it cannot apply', {
+            projection: p.name,
+            error: st.error,
+            failedEvent: st.failedEvent,
+          });
+          notify();
+        },
+      }),
+    );
+  };
+
+  return {
+    async start() {
+      for (const p of projections) states.set(p.name, { name: p.name, state: 'starting', position: null, at: null });
+      await Promise.all(projections.map(run));
+    },
+    async stop() {
+      stopping = true;
+      await Promise.all([...subs.values()].map((s) => s.stop()));
+      for (const st of states.values()) if (st.state !== 'failed') st.state = 'stopped';
+      notify();
+    },
+    status() {
+      return [...states.values()].map(({ at, ...rest }) => ({ ...rest, position: at ? fmt(at) : null }));
+    },
+    waitFor(position, timeoutMs, names) {
+      const targets = (names ?? projections.map((p) => p.name)).map((n) => states.get(n));
+      const reached = () =>
+        targets.every((st) => st && st.at !== null && comparePositions(st.at, position) >= 0);
+      if (reached()) return Promise.resolve(true);
+      return new Promise<boolean>((resolve) => {
+        const done = (ok: boolean) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(ok);
+        };
+        const check = () => {
+          if (reached()) done(true);
+          else if (targets.some((st) => st?.state === 'failed')) done(false);
+        };
+        const timer = setTimeout(() => done(false), timeoutMs);
+        waiters.add(check);
+      });
+    },
+  };
+}

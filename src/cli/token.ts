@@ -1,0 +1,19 @@
+import { randomUUID } from 'node:crypto';
+import { loadConfig } from '../config';
+import { ROLES, signToken, type Role } from '../http/auth';
+
+/** npm run token -- [user-uuid] [role,role...]: prints a bearer token signed with JWT_SECRET (or the dev secret). */
+const [userArg, rolesArg] = process.argv.slice(2);
+const userId = userArg && userArg !== '-' ? userArg : randomUUID();
+const roles = (rolesArg ?? 'client').split(',') as Role[];
+const unknown = roles.filter((r) => !ROLES.includes(r));
+if (unknown.length) {
+  console.error(`unknown role(s): ${unknown.join(', ')}; known: ${ROLES.join(', ')}`);
+  process.exit(2);
+}
+const config = loadConfig();
+if (!config.jwt.secret) {
+  console.error('JWT_PUBLIC_KEY is set: sign tokens with your identity provider instead');
+  process.exit(2);
+}
+console.log(JSON.stringify({ userId, roles, token: signToken(config, userId, roles) }, null, 2));

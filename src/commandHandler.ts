@@ -1,0 +1,51 @@
+import { isLeft } from 'fp-ts/Either';
+import type { Decider, DomainError, DomainEvent } from './decider';
+import type { EventMetadata, EventStore, Position } from './eventstore/types';
+import { WrongExpectedRevisionError } from './eventstore/types';
+
+export type CommandOutcome<E, S> =
+  | { ok: true; events: E[]; state: S; position: Position | null }
+  | { ok: false; error: DomainError };
+
+export class ConcurrencyConflictError extends Error {
+  constructor(readonly streamName: string) {
+    super(`stream ${streamName} kept changing while the command was decided`);
+    this.name = 'ConcurrencyConflictError';
+  }
+}
+
+/**
+ * Load, fold, decide, append with the revision read. A concurrent writer makes the append fail; the
+ * command is then decided again on the fresh state, a few times, before giving up with a conflict.
+ */
+export async function handleCommand<C, E extends DomainEvent, S>(
+  store: EventStore,
+  streamName: string,
+  decider: Decider<C, E, S>,
+  command: C,
+  metadata: EventMetadata,
+  retries = 8,
+): Promise<CommandOutcome<E, S>> {
+  for (let attempt = 0; ; attempt++) {
+    const { events: recorded, revision } = await store.readStream(streamName);
+    const history = recorded.map((r) => ({ type: r.type, data: r.data }) as E);
+    const state = history.reduce(decider.evolve, decider.initialState());
+    const decided = decider.decide(command, state);
+    if (isLeft(decided)) return { ok: false, error: decided.left };
+    const events = decided.right;
+    if (events.length === 0) return { ok: true, events, state, position: null };
+    try {
+      const result = await store.append(
+        streamName,
+        events.map((e) => ({ type: e.type, data: e.data, metadata })),
+        { expectedRevision: revision },
+      );
+      return { ok: true, events, state: events.reduce(decider.evolve, state), position: result.position };
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      if (attempt >= retries) throw new ConcurrencyConflictError(streamName);
+      // Jitter spreads out writers that collided so they do not collide again in lockstep.
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * (attempt + 1)));
+    }
+  }
+}

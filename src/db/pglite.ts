@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import { PGlite, types } from '@electric-sql/pglite';
+import type { Database, Queryable, QueryResult } from './database';
+
+/**
+ * PGlite is one in-process connection: a query issued while a transaction is open would run inside it.
+ * Every statement and transaction therefore goes through one queue, so transactions never interleave.
+ */
+export async function createPgliteDatabase(dataDir?: string): Promise<Database> {
+  if (dataDir) fs.mkdirSync(dataDir, { recursive: true });
+  const db = await PGlite.create({
+    dataDir,
+    // Same representation as the pg adapter: 64-bit integers and numerics as strings.
+    parsers: { [types.INT8]: (v: string) => v, [types.NUMERIC]: (v: string) => v },
+  });
+
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = queue.then(work, work);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+  const raw = async <R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> => {
+    const res = await db.query<R>(sql, params as unknown[]);
+    return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+  };
+  const listeners = new Map<string, Set<(payload: string) => void>>();
+
+  return {
+    kind: 'pglite',
+    query: (sql, params) => exclusive(() => raw(sql, params)),
+    transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      return exclusive(async () => {
+        await raw('BEGIN');
+        try {
+          const result = await fn({ query: raw });
+          await raw('COMMIT');
+          return result;
+        } catch (err) {
+          await raw('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      });
+    },
+    async listen(channel, onNotify) {
+      let set = listeners.get(channel);
+      if (!set) {
+        const fresh = new Set<(payload: string) => void>();
+        listeners.set(channel, fresh);
+        set = fresh;
+        await exclusive(() => db.listen(channel, (payload) => fresh.forEach((cb) => cb(payload))));
+      }
+      set.add(onNotify);
+      return async () => {
+        set.delete(onNotify);
+      };
+    },
+    close: () => exclusive(() => db.close()),
+  };
+}

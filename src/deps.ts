@@ -1,0 +1,16 @@
+import type { Config } from './config';
+import type { Database } from './db/database';
+import type { EventStore } from './eventstore/types';
+import type { Logger } from './log';
+import type { ProjectionRunner } from '../projections/runner';
+
+/** What routes are built from. Clock and ids are injected so tests and replays control them. */
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  store: EventStore;
+  runner: ProjectionRunner;
+  log: Logger;
+  clock: () => Date;
+  newId: () => string;
+}

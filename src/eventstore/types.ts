@@ -1,0 +1,100 @@
+/**
+ * The event store port. Three adapters implement it (PostgreSQL, PGlite, EventStoreDB) and pass the
+ * same contract suite (test/integration/eventstore.contract.ts).
+ */
+
+/** Global log position. EventStoreDB orders `$all` by (commit, prepare); the SQL adapters set both equal. */
+export interface Position {
+  commit: bigint;
+  prepare: bigint;
+}
+
+export const START: Position = { commit: -1n, prepare: -1n };
+
+export function comparePositions(a: Position, b: Position): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
+  return 0;
+}
+
+export interface EventMetadata {
+  correlationId?: string;
+  causationId?: string;
+  actor?: { userId: string; role: string };
+  requestId?: string;
+  [key: string]: unknown;
+}
+
+export interface NewEvent<T extends string = string, D = unknown> {
+  id?: string;
+  type: T;
+  data: D;
+  metadata?: EventMetadata;
+}
+
+export interface RecordedEvent<T extends string = string, D = unknown> {
+  id: string;
+  type: T;
+  streamName: string;
+  /** 0-based position within its stream. */
+  revision: bigint;
+  position: Position;
+  data: D;
+  metadata: EventMetadata;
+  createdAt: Date;
+}
+
+/** `'no_stream'`: the stream must not exist; `'any'`: no check; a bigint: the last revision read. */
+export type ExpectedRevision = 'no_stream' | 'any' | bigint;
+
+export interface AppendResult {
+  /** Revision of the last event written. */
+  nextRevision: bigint;
+  /** Position of the last event written in the global log. */
+  position: Position;
+}
+
+export class WrongExpectedRevisionError extends Error {
+  constructor(
+    readonly streamName: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`stream ${streamName}: expected revision ${String(expected)}, found ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+export interface ReadStreamResult {
+  events: RecordedEvent[];
+  /** Revision of the last event, or 'no_stream'. */
+  revision: bigint | 'no_stream';
+}
+
+export interface Subscription {
+  stop(): Promise<void>;
+}
+
+export interface SubscribeOptions {
+  /** Deliver events strictly after this position (START for the whole log). */
+  from: Position;
+  /** Called once per batch, in log order; the next batch waits for it to resolve. */
+  handler: (events: RecordedEvent[]) => Promise<void>;
+  /** Called when the subscription ends on an error (the handler's, or the store's). */
+  onError?: (err: unknown) => void;
+  /** Upper bound of events per handler call. */
+  batchSize?: number;
+}
+
+export interface EventStore {
+  readonly kind: 'postgres' | 'pglite' | 'esdb';
+  append(streamName: string, events: NewEvent[], opts?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  readStream(streamName: string): Promise<ReadStreamResult>;
+  /** Reads the global log strictly after `from`, up to `limit` events, in order. */
+  readAll(from: Position, limit?: number): Promise<RecordedEvent[]>;
+  subscribe(opts: SubscribeOptions): Subscription;
+  /** Position of the last event in the global log (START when empty). */
+  headPosition(): Promise<Position>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

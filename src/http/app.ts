@@ -1,0 +1,56 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import type { AppDeps } from '../deps';
+import { jwtMiddleware } from './auth';
+import { errorHandler, requestContext } from './middleware';
+import { HttpError } from './errors';
+import { routers } from '../routes';
+
+const JSON_LIMIT = '256kb';
+
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true; // errors are logged by errorHandler, once, without leaking to the client
+  app.use(requestContext(deps.log));
+  app.use(errorHandler(deps.log));
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: JSON_LIMIT,
+      encoding: 'utf-8',
+      onError: (err) => {
+        const e = err as { status?: number; type?: string };
+        if (e.status === 413 || e.type === 'entity.too.large')
+          throw new HttpError(413, 'payload_too_large', `the JSON body is larger than ${JSON_LIMIT}`);
+        throw new HttpError(400, 'bad_request', 'the body is not valid JSON');
+      },
+    }),
+  );
+  app.use(jwtMiddleware(deps.config));
+
+  const health = new Router();
+  health.get('/healthz', async (ctx) => {
+    const check = async (f: () => Promise<unknown>) =>
+      f().then(
+        () => 'ok',
+        (e: unknown) => `down: ${e instanceof Error ? e.message : String(e)}`,
+      );
+    const [eventStore, database] = await Promise.all([check(() => deps.store.ping()), check(() => deps.db.query('SELECT 1'))]);
+    const projections = deps.runner.status();
+    const healthy = eventStore === 'ok' && database === 'ok' && projections.every((p) => p.state !== 'failed');
+    ctx.status = healthy ? 200 : 503;
+    ctx.body = {
+      status: healthy ? 'ok' : 'degraded',
+      eventStore: { kind: deps.store.kind, status: eventStore },
+      database: { kind: deps.db.kind, status: database },
+      projections,
+    };
+  });
+
+  for (const r of [health, ...routers(deps)]) {
+    app.use(r.routes());
+    app.use(r.allowedMethods());
+  }
+  return app;
+}

@@ -1,0 +1,66 @@
+import type { Context, Middleware } from 'koa';
+import koaJwt from 'koa-jwt';
+import jwt from 'jsonwebtoken';
+import type { Config } from '../config';
+import { forbidden, unauthorized } from './errors';
+
+export const ROLES = ['client', 'coach', 'admin', 'service', 'auditor'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface Principal {
+  userId: string;
+  roles: Role[];
+}
+
+/** koa-jwt checks the bearer token; it is `passthrough` so routes decide whether a token is needed. */
+export function jwtMiddleware(config: Config): Middleware {
+  const { secret, publicKey } = config.jwt;
+  return koaJwt({
+    secret: (publicKey ?? secret) as string,
+    algorithms: publicKey ? ['RS256'] : ['HS256'],
+    passthrough: true,
+    key: 'jwtClaims',
+  }) as unknown as Middleware;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The authenticated caller, or 401. Claims: `sub` (user uuid) and `roles`. */
+export function principal(ctx: Context): Principal {
+  const claims = ctx.state.jwtClaims as { sub?: unknown; roles?: unknown } | undefined;
+  if (!claims) throw unauthorized(ctx.get('authorization') ? 'the bearer token is invalid or expired' : undefined);
+  if (typeof claims.sub !== 'string' || !UUID_RE.test(claims.sub)) throw unauthorized('the token has no user id');
+  const roles = Array.isArray(claims.roles)
+    ? (claims.roles.filter((r) => (ROLES as readonly unknown[]).includes(r)) as Role[])
+    : [];
+  return { userId: claims.sub.toLowerCase(), roles };
+}
+
+/** Route guard: a token, and (when given) one of the roles. */
+export function requireRole(...roles: Role[]): Middleware {
+  return async (ctx, next) => {
+    const p = principal(ctx);
+    if (roles.length && !p.roles.some((r) => roles.includes(r))) throw forbidden();
+    ctx.state.principal = p;
+    await next();
+  };
+}
+
+export const authenticated = (): Middleware => requireRole();
+
+export const currentPrincipal = (ctx: Context): Principal => ctx.state.principal as Principal;
+
+/** Mints a token (used by `npm run token`, the seed and the tests). */
+export function signToken(
+  config: Config,
+  userId: string,
+  roles: Role[],
+  opts: { expiresIn?: number; privateKey?: string } = {},
+): string {
+  const key = opts.privateKey ?? config.jwt.secret;
+  if (!key) throw new Error('no JWT secret configured to sign with');
+  return jwt.sign({ sub: userId, roles }, key, {
+    algorithm: opts.privateKey ? 'RS256' : 'HS256',
+    expiresIn: opts.expiresIn ?? 24 * 3600,
+  });
+}

@@ -1,0 +1,55 @@
+import type { Context } from 'koa';
+import { ConcurrencyConflictError, handleCommand } from '../commandHandler';
+import type { Decider, DomainError, DomainEvent } from '../decider';
+import type { AppDeps } from '../deps';
+import type { EventMetadata } from '../eventstore/types';
+import type { Principal } from './auth';
+import { HttpError } from './errors';
+
+/** Status of a domain error: `*_not_found` is 404, `forbidden` 403, every other refusal a 409. */
+export function domainErrorToHttp(e: DomainError): HttpError {
+  if (e.code.endsWith('_not_found')) return new HttpError(404, e.code, e.message);
+  if (e.code === 'forbidden') return new HttpError(403, e.code, e.message);
+  if (e.code === 'validation') return new HttpError(422, e.code, e.message);
+  return new HttpError(409, e.code, e.message);
+}
+
+/** Who did it and why, recorded with every event so an auditor can answer "who changed it". */
+export function metadataOf(ctx: Context): EventMetadata {
+  const p = ctx.state.principal as Principal | undefined;
+  const requestId = ctx.state.requestId as string | undefined;
+  const correlation = ctx.get('x-correlation-id');
+  return {
+    requestId,
+    correlationId: /^[\w-]{1,100}$/.test(correlation) ? correlation : requestId,
+    ...(p ? { actor: { userId: p.userId, role: p.roles[0] ?? 'user' } } : {}),
+  };
+}
+
+/**
+ * Runs a command from an HTTP request: decides and appends, maps refusals to their status, and waits
+ * (bounded) for the named projections so the caller's next GET sees its write.
+ */
+export async function runCommand<C, E extends DomainEvent, S>(
+  deps: AppDeps,
+  ctx: Context,
+  streamName: string,
+  decider: Decider<C, E, S>,
+  command: C,
+  waitFor: string[],
+): Promise<{ events: E[]; state: S }> {
+  let outcome;
+  try {
+    outcome = await handleCommand(deps.store, streamName, decider, command, metadataOf(ctx));
+  } catch (err) {
+    if (err instanceof ConcurrencyConflictError)
+      throw new HttpError(409, 'conflict', 'the resource changed concurrently; retry the request');
+    throw err;
+  }
+  if (!outcome.ok) throw domainErrorToHttp(outcome.error);
+  if (outcome.position && waitFor.length) {
+    const caughtUp = await deps.runner.waitFor(outcome.position, deps.config.consistencyWaitMs, waitFor);
+    if (!caughtUp) deps.log.warn('read model lagging behind a command', { stream: streamName, waitFor });
+  }
+  return { events: outcome.events, state: outcome.state };
+}

@@ -1,0 +1,40 @@
+import { HttpError, ValidationError } from './errors';
+
+export interface Rendered {
+  status: number;
+  body: unknown;
+  /** Whether the error is the caller's (4xx) rather than ours. */
+  expected: boolean;
+}
+
+/** Turns anything thrown below the error middleware into the documented status and body. */
+export function renderError(err: unknown): Rendered {
+  if (err instanceof ValidationError) return { status: 422, body: { detail: err.detail }, expected: true };
+  if (err instanceof HttpError) {
+    return { status: err.status, body: { error: err.error, message: err.message, code: err.status }, expected: true };
+  }
+  // Errors raised by Koa and its middleware (body parser, koa-jwt) carry an exposed 4xx status.
+  const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
+  const status = e?.status ?? e?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const error =
+      status === 401
+        ? 'unauthorized'
+        : status === 413
+          ? 'payload_too_large'
+          : status === 415
+            ? 'unsupported_media_type'
+            : status === 400
+              ? 'bad_request'
+              : status === 404
+                ? 'not_found'
+                : 'bad_request';
+    const message = status === 400 && e.type === 'entity.parse.failed' ? 'the body is not valid JSON' : (e.message ?? error);
+    return { status, body: { error, message, code: status }, expected: true };
+  }
+  return {
+    status: 500,
+    body: { error: 'internal_error', message: 'an unexpected error occurred', code: 500 },
+    expected: false,
+  };
+}

@@ -1,0 +1,103 @@
+import * as t from 'io-ts';
+import { isLeft } from 'fp-ts/Either';
+import { ValidationError, type ValidationIssue } from './errors';
+
+export type Location = 'body' | 'path' | 'query' | 'header';
+
+function issueOf(where: Location, err: t.ValidationError): ValidationIssue {
+  const loc: (string | number)[] = [where];
+  err.context.forEach((c, i) => {
+    if (i === 0 || c.key === '') return;
+    // Unions and intersections add their member's index to the path; it names no data, so drop it.
+    const parent = err.context[i - 1]?.type as { _tag?: string } | undefined;
+    if (parent?._tag === 'UnionType' || parent?._tag === 'IntersectionType') return;
+    loc.push(/^\d+$/.test(c.key) ? Number(c.key) : c.key);
+  });
+  const leaf = err.context[err.context.length - 1];
+  if (err.value === undefined) return { loc, msg: 'Field required', type: 'missing' };
+  if (err.message === 'extra_forbidden') return { loc, msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
+  const expected = leaf?.type.name ?? 'value';
+  return { loc, msg: err.message ?? `Input should be ${expected}`, type: `invalid_${expected.replace(/\W+/g, '_')}` };
+}
+
+/** Decodes `value` or throws a 422 naming every failing field. Union members' repeats are collapsed. */
+export function decode<A, O>(codec: t.Type<A, O, unknown>, value: unknown, where: Location): A {
+  const result = codec.decode(value);
+  if (!isLeft(result)) return result.right;
+  const seen = new Set<string>();
+  const detail = result.left.map((e) => issueOf(where, e)).filter((i) => {
+    const key = JSON.stringify(i.loc) + i.type;
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  throw new ValidationError(detail);
+}
+
+/**
+ * An object codec with required and optional properties that rejects properties it does not name
+ * ("no additional properties"). Every problem is reported at once, with plain field paths.
+ */
+export function strict<P extends t.Props, O extends t.Props>(props: P, optional: O, name = 'object') {
+  const required = t.type(props);
+  const partial = t.partial(optional);
+  type A = t.TypeOf<typeof required> & t.TypeOf<typeof partial>;
+  const known = new Set([...Object.keys(props), ...Object.keys(optional)]);
+  return new t.Type<A, unknown, unknown>(
+    name,
+    (u): u is A => required.is(u) && partial.is(u),
+    (u, c) => {
+      if (typeof u !== 'object' || u === null || Array.isArray(u)) return t.failure(u, c, 'Input should be an object');
+      const a = required.validate(u, c);
+      const b = partial.validate(u, c);
+      const errors: t.Errors = [...(isLeft(a) ? a.left : []), ...(isLeft(b) ? b.left : [])];
+      for (const k of Object.keys(u).filter((k) => !known.has(k)))
+        errors.push({ value: (u as Record<string, unknown>)[k], context: [...c, { key: k, type: t.unknown }], message: 'extra_forbidden' });
+      if (errors.length || isLeft(a) || isLeft(b)) return t.failures(errors);
+      return t.success({ ...a.right, ...b.right } as A);
+    },
+    (a) => a,
+  );
+}
+
+/** A refinement with a readable failure message. */
+export function refine<A, O>(codec: t.Type<A, O, unknown>, pred: (a: A) => boolean, name: string, msg: string) {
+  return new t.Type<A, O, unknown>(
+    name,
+    (u): u is A => codec.is(u) && pred(u),
+    (u, c) => {
+      const r = codec.validate(u, c);
+      if (isLeft(r)) return r;
+      return pred(r.right) ? r : t.failure(u, c, msg);
+    },
+    codec.encode,
+  );
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const Uuid = refine(t.string, (s) => UUID_RE.test(s), 'uuid', 'Input should be a valid UUID');
+export const boundedString = (max: number, min = 0) =>
+  refine(t.string, (s) => s.length >= min && s.length <= max, 'string', `String should have ${min} to ${max} characters`);
+export const finiteNumberIn = (min: number, max: number, name: string) =>
+  refine(t.number, (n) => Number.isFinite(n) && n >= min && n <= max, name, `Input should be between ${min} and ${max}`);
+export const intIn = (min: number, max: number, name = 'integer') =>
+  refine(t.number, (n) => Number.isInteger(n) && n >= min && n <= max, name, `Input should be an integer from ${min} to ${max}`);
+
+/** Query-string integers arrive as text. */
+export const IntFromString = (min: number, max: number) =>
+  new t.Type<number, string, unknown>(
+    'integer',
+    (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
+    (u, c) => {
+      const n = typeof u === 'string' && /^-?\d+$/.test(u) ? Number(u) : NaN;
+      return Number.isInteger(n) && n >= min && n <= max
+        ? t.success(n)
+        : t.failure(u, c, `Input should be an integer from ${min} to ${max}`);
+    },
+    String,
+  );
+
+/** Standard list paging: `limit` (default 50, max 200) and `offset`. */
+export const Paging = t.partial({ limit: IntFromString(1, 200), offset: IntFromString(0, 1_000_000) });
+export const paging = (q: unknown) => {
+  const p = decode(Paging, q, 'query');
+  return { limit: p.limit ?? 50, offset: p.offset ?? 0 };
+};

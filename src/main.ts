@@ -1,0 +1,35 @@
+import { loadConfig, DEV_JWT_SECRET } from './config';
+import { createSystem } from './system';
+import { log } from './log';
+
+async function main() {
+  const config = loadConfig();
+  if (config.jwt.usingDevSecret) {
+    log.warn(
+      `JWT_SECRET is not set: tokens are checked with the development secret "${DEV_JWT_SECRET}". ` +
+        'Never run like this in production. Mint a token with: npm run token -- <user-uuid> client',
+    );
+  }
+  const system = await createSystem(config);
+  const server = system.app.listen(config.port, () =>
+    log.info('listening', {
+      port: config.port,
+      eventStore: system.deps.store.kind,
+      database: system.deps.db.kind,
+      dataDir: config.databaseUrl ? undefined : config.dataDir,
+    }),
+  );
+  const shutdown = async (signal: string) => {
+    log.info('shutting down', { signal });
+    server.close();
+    await system.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((err) => {
+  log.error('failed to start', { error: err instanceof Error ? err.stack : String(err) });
+  process.exit(1);
+});

@@ -1,0 +1,77 @@
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
+import type { Config } from './config';
+import type { Database } from './db/database';
+import { createPgDatabase } from './db/pg';
+import { createPgliteDatabase } from './db/pglite';
+import { migrate } from './db/migrate';
+import type { EventStore } from './eventstore/types';
+import { createSqlEventStore } from './eventstore/sql';
+import { createEsdbEventStore } from './eventstore/esdb';
+import { createApp } from './http/app';
+import type { AppDeps } from './deps';
+import { createLogger, type Logger } from './log';
+import { createProjectionRunner, type ProjectionRunner } from '../projections/runner';
+import { allProjections } from '../projections';
+
+export interface System {
+  deps: AppDeps;
+  app: Koa;
+  runner: ProjectionRunner;
+  close(): Promise<void>;
+}
+
+export interface SystemOverrides {
+  db?: Database;
+  store?: EventStore;
+  clock?: () => Date;
+  newId?: () => string;
+  log?: Logger;
+}
+
+/** Read models: DATABASE_URL, else embedded PGlite under DATA_DIR. */
+export async function openDatabase(config: Config): Promise<Database> {
+  return config.databaseUrl
+    ? createPgDatabase(config.databaseUrl)
+    : createPgliteDatabase(path.join(config.dataDir, 'pglite'));
+}
+
+/** Events: EVENTSTORE_URL (esdb:// or postgres://), else the read-model database itself. */
+export async function openEventStore(config: Config, db: Database): Promise<EventStore> {
+  const url = config.eventStoreUrl;
+  if (!url) return createSqlEventStore(db);
+  if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) return createEsdbEventStore(url);
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://'))
+    return createSqlEventStore(createPgDatabase(url), { ownsDb: true });
+  throw new Error(`EVENTSTORE_URL must start with esdb:// or postgres://, got ${url}`);
+}
+
+/** Wires the whole service; `close` stops projections and releases every connection. */
+export async function createSystem(config: Config, overrides: SystemOverrides = {}): Promise<System> {
+  const log = overrides.log ?? createLogger({ service: 'coaching' });
+  const db = overrides.db ?? (await openDatabase(config));
+  await migrate(db);
+  const store = overrides.store ?? (await openEventStore(config, db));
+  const runner = createProjectionRunner(store, db, allProjections(), log);
+  await runner.start();
+  const deps: AppDeps = {
+    config,
+    db,
+    store,
+    runner,
+    log,
+    clock: overrides.clock ?? (() => new Date()),
+    newId: overrides.newId ?? randomUUID,
+  };
+  return {
+    deps,
+    app: createApp(deps),
+    runner,
+    async close() {
+      await runner.stop();
+      if (!overrides.store) await store.close();
+      if (!overrides.db) await db.close();
+    },
+  };
+}
