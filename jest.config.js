@@ -7,4 +7,5 @@ module.exports = {
   testTimeout: 30000,
   // Integration suites each own a database; two workers match the two cores of CI.
   maxWorkers: 2,
+  verbose: true,
 };

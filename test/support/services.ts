@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import type { Database } from '../../src/db/database';
+import { createPgDatabase } from '../../src/db/pg';
+import { createPgliteDatabase } from '../../src/db/pglite';
+
+/**
+ * How tests find their services (DESIGN section 8): explicit env URLs first, then testcontainers where
+ * a Docker engine answers, then embedded. Each caller gets a database of its own.
+ */
+export function dockerAvailable(): boolean {
+  return Boolean(process.env.DOCKER_HOST) || fs.existsSync('/var/run/docker.sock');
+}
+
+let containerUrl: Promise<string | null> | undefined;
+/** A PostgreSQL started by testcontainers, or null (with the reason logged once) when none can start. */
+async function containerPostgres(): Promise<string | null> {
+  if (!dockerAvailable()) return null;
+  containerUrl ??= (async () => {
+    try {
+      const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+      const c = await new PostgreSqlContainer('postgres:16-alpine').start();
+      return c.getConnectionUri() as string;
+    } catch (err) {
+      console.warn(`testcontainers could not start PostgreSQL (${(err as Error).message}); using embedded PGlite`);
+      return null;
+    }
+  })();
+  return containerUrl;
+}
+
+export interface TestDatabase {
+  db: Database;
+  kind: 'postgres' | 'pglite';
+  /** Opens another pool on the same database (postgres only), e.g. for a second process's view. */
+  url?: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty PostgreSQL database on the server of `serverUrl`, dropped by `drop()`. */
+export async function freshPostgres(serverUrl: string): Promise<TestDatabase> {
+  const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const db = createPgDatabase(url.toString(), { max: 12 });
+  return {
+    db,
+    kind: 'postgres',
+    url: url.toString(),
+    async drop() {
+      await db.close();
+      const c = new Client({ connectionString: serverUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export async function freshPglite(): Promise<TestDatabase> {
+  const db = await createPgliteDatabase();
+  return { db, kind: 'pglite', drop: () => db.close() };
+}
+
+/** The read-model database for a test file: DATABASE_URL, else a container, else PGlite in memory. */
+export async function testDatabase(): Promise<TestDatabase> {
+  const server = process.env.DATABASE_URL ?? (await containerPostgres());
+  return server ? freshPostgres(server) : freshPglite();
+}
+
+/** The PostgreSQL server tests may use, if any (for suites that need a real multi-connection server). */
+export async function postgresServer(): Promise<string | null> {
+  return process.env.DATABASE_URL ?? (await containerPostgres());
+}
