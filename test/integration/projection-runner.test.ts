@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { migrate } from '../../src/db/migrate';
+import { createSqlEventStore } from '../../src/eventstore/sql';
+import type { EventStore } from '../../src/eventstore/types';
+import { createLogger } from '../../src/log';
+import { createProjectionRunner, type Projection } from '../../projections/runner';
+import { testDatabase, type TestDatabase } from '../support/services';
+
+const log = createLogger({ test: 'runner' });
+
+describe('projection runner', () => {
+  let database: TestDatabase;
+  let store: EventStore;
+  beforeAll(async () => {
+    database = await testDatabase();
+    await migrate(database.db);
+    store = await createSqlEventStore(database.db);
+    await database.db.query('CREATE TABLE seen (event_id uuid, projection text, n int, PRIMARY KEY (projection, event_id))');
+  });
+  afterAll(async () => {
+    await store.close();
+    await database.drop();
+  });
+
+  /** Writes one row per event; the row is inserted before `fail` may throw, to prove the rollback. */
+  const recorder = (name: string, fail: (n: number, attempt: number) => Error | null = () => null): Projection => {
+    const attempts = new Map<number, number>();
+    return {
+      name,
+      handles: ['Numbered'],
+      async apply(tx, e) {
+        const n = (e.data as { n: number }).n;
+        await tx.query('INSERT INTO seen (event_id, projection, n) VALUES ($1, $2, $3)', [e.id, name, n]);
+        const attempt = (attempts.get(n) ?? 0) + 1;
+        attempts.set(n, attempt);
+        const err = fail(n, attempt);
+        if (err) throw err;
+      },
+    };
+  };
+  const rows = async (name: string) =>
+    (await database.db.query<{ n: number }>('SELECT n FROM seen WHERE projection = $1 ORDER BY n', [name])).rows.map(
+      (r) => r.n,
+    );
+  const appendNumbered = async (from: number, to: number) => {
+    let last;
+    for (let n = from; n <= to; n++) last = await store.append(`num-${randomUUID()}`, [{ type: 'Numbered', data: { n } }]);
+    return last!.position;
+  };
+
+  it('applies events once, moves the checkpoint with them, and lets a command wait for its position', async () => {
+    const runner = createProjectionRunner(store, database.db, [recorder('ok')], log);
+    await runner.start();
+    const pos = await appendNumbered(1, 5);
+    expect(await runner.waitFor(pos, 3000, ['ok'])).toBe(true);
+    expect(await rows('ok')).toEqual([1, 2, 3, 4, 5]);
+    const cp = await database.db.query<{ c: string }>(
+      "SELECT commit_position::text AS c FROM projection_checkpoints WHERE name = 'ok'",
+    );
+    expect(BigInt(cp.rows[0]!.c)).toBe(pos.commit);
+    await runner.stop();
+    // Restarted, it resumes after its checkpoint: no event is applied twice (the primary key would refuse).
+    const again = createProjectionRunner(store, database.db, [recorder('ok')], log);
+    await again.start();
+    const pos2 = await appendNumbered(6, 6);
+    expect(await again.waitFor(pos2, 3000, ['ok'])).toBe(true);
+    expect(await rows('ok')).toEqual([1, 2, 3, 4, 5, 6]);
+    await again.stop();
+  });
+
+  it('retries transient errors with backoff and then carries on', async () => {
+    const transient = Object.assign(new Error('could not serialize access'), { code: '40001' });
+    const p = recorder('flaky', (n, attempt) => (n === 8 && attempt <= 2 ? transient : null));
+    const runner = createProjectionRunner(store, database.db, [p], log, { baseBackoffMs: 5 });
+    const pos = await appendNumbered(7, 9);
+    await runner.start();
+    const reached = await runner.waitFor(pos, 5000, ['flaky']);
+    expect(reached).toBe(true);
+    expect(await rows('flaky')).toEqual(expect.arrayContaining([7, 8, 9]));
+    expect(runner.status().find((s) => s.name === 'flaky')!.state).toBe('running');
+    await runner.stop();
+  });
+
+  it('stops loudly on a poison event: earlier events land, the poison and later ones do not', async () => {
+    const before = await store.headPosition();
+    const p = recorder('poisoned', (n) => (n === 102 ? new TypeError('cannot read property of undefined') : null));
+    // Start after the events of the other cases so only 101..103 matter here.
+    await database.db.query(
+      `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ('poisoned', $1, $1)`,
+      [before.commit.toString()],
+    );
+    const pos = await appendNumbered(101, 103);
+    const runner = createProjectionRunner(store, database.db, [p], log, { baseBackoffMs: 5, poisonAttempts: 2 });
+    await runner.start();
+    expect(await runner.waitFor(pos, 3000, ['poisoned'])).toBe(false);
+    const status = runner.status().find((s) => s.name === 'poisoned')!;
+    expect(status.state).toBe('failed');
+    expect(status.error).toMatch(/cannot read property/);
+    expect(status.failedEvent).toMatchObject({ type: 'Numbered' });
+    // The poison's own insert was rolled back with its transaction: nothing half-written.
+    expect(await rows('poisoned')).toEqual([101]);
+    await runner.stop();
+  });
+});
