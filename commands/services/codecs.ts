@@ -1,0 +1,38 @@
+import * as t from 'io-ts';
+import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../../src/http/validation';
+
+const Currency = refine(t.string, (s) => /^[A-Z]{3}$/.test(s), 'currency', 'Input should be a 3-letter upper-case currency code');
+
+/** Every editable Service field with its rule; which are required differs between create and edit. */
+const required = {
+  name: boundedString(200, 1),
+  price: finiteNumberIn(0, 1_000_000, 'price'),
+  priceCurrency: Currency,
+  sessionMinutesDuration: intIn(5, 480, 'minutes'),
+};
+const optional = {
+  description: boundedString(5000),
+  promo: t.boolean,
+  serviceOtherType: boundedString(200),
+  sessionCancellationHours: intIn(0, 720, 'hours'),
+  serviceTypes: t.array(boundedString(100, 1)),
+  numberOfSessions: intIn(1, 100, 'sessions'),
+  expiresInDays: intIn(1, 3650, 'days'),
+  groupSession: t.boolean,
+  maxGroupSize: intIn(1, 500, 'group size'),
+  slots: t.array(boundedString(100)),
+  minimumNoticeHours: intIn(0, 720, 'hours'),
+  bookingWindowDays: intIn(1, 3650, 'days'),
+};
+
+/** POST /api/v1/coach/services: the interface document's Service without id and status (server-set). */
+export const CreateServiceBody = strict(required, optional, 'ServiceIn');
+export type CreateServiceBody = t.TypeOf<typeof CreateServiceBody>;
+
+/** PUT /api/v1/coach/services/{service_id}: any editable field; the ones left out keep their value. */
+export const UpdateServiceBody = strict({}, { ...required, ...optional }, 'ServiceUpdate');
+export type UpdateServiceBody = t.TypeOf<typeof UpdateServiceBody>;
+
+export const RejectServiceBody = strict({}, { reason: boundedString(1000) }, 'ServiceRejection');
+
+export const ServiceIdPath = t.type({ service_id: Uuid });

@@ -1,0 +1,114 @@
+import { left, right, type Either } from 'fp-ts/Either';
+import { assertNever, type Decider, type DomainError } from '../../src/decider';
+import type { ServiceEvent, ServiceFields, ServiceStatus } from './events';
+
+export interface ServiceState {
+  service: (ServiceFields & { id: string; coachId: string; status: ServiceStatus; createdAt: string }) | null;
+}
+
+export type ServiceCommand =
+  | { type: 'CreateService'; serviceId: string; coachId: string; fields: ServiceFields; now: string }
+  | { type: 'UpdateService'; serviceId: string; coachId: string; changes: Partial<ServiceFields>; now: string }
+  | { type: 'ApproveService'; serviceId: string; now: string }
+  | { type: 'RejectService'; serviceId: string; reason: string; now: string };
+
+const notFound: DomainError = { code: 'service_not_found', message: 'no such service' };
+
+/** A one-to-one service has exactly one seat. */
+function groupRule(f: Pick<ServiceFields, 'groupSession' | 'maxGroupSize'>): DomainError | null {
+  return !f.groupSession && f.maxGroupSize !== 1
+    ? { code: 'validation', message: 'maxGroupSize must be 1 when groupSession is false' }
+    : null;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function decideUpdate(
+  command: Extract<ServiceCommand, { type: 'UpdateService' }>,
+  s: NonNullable<ServiceState['service']>,
+): Either<DomainError, ServiceEvent[]> {
+  // Another coach's service answers as if it did not exist, so ids cannot be probed.
+  if (s.coachId !== command.coachId) return left(notFound);
+  const changes = Object.fromEntries(
+    Object.entries(command.changes).filter(([k, v]) => v !== undefined && !same(s[k as keyof ServiceFields], v)),
+  ) as Partial<ServiceFields>;
+  if (Object.keys(changes).length === 0) return right([]);
+  const err = groupRule({ ...s, ...changes });
+  if (err) return left(err);
+  const events: ServiceEvent[] = [
+    { type: 'ServiceUpdated', data: { serviceId: s.id, coachId: s.coachId, changes, updatedAt: command.now } },
+  ];
+  // An approved service stays approved when edited (price, duration or anything else): bookings already
+  // made keep the terms they were made on, and the admin can still reject later. A rejected one that is
+  // edited is resubmitted for review.
+  if (s.status === 'rejected')
+    events.push({ type: 'ServiceResubmitted', data: { serviceId: s.id, coachId: s.coachId, at: command.now } });
+  return right(events);
+}
+
+export const service: Decider<ServiceCommand, ServiceEvent, ServiceState> = {
+  initialState: () => ({ service: null }),
+
+  evolve(state, event) {
+    const s = state.service;
+    switch (event.type) {
+      case 'ServiceCreated': {
+        const { serviceId, coachId, status, createdAt, ...fields } = event.data;
+        return { service: { ...fields, id: serviceId, coachId, status, createdAt } };
+      }
+      case 'ServiceUpdated':
+        return s ? { service: { ...s, ...event.data.changes } } : state;
+      case 'ServiceApproved':
+        return s ? { service: { ...s, status: 'approved' } } : state;
+      case 'ServiceRejected':
+        return s ? { service: { ...s, status: 'rejected' } } : state;
+      case 'ServiceResubmitted':
+        return s ? { service: { ...s, status: 'review' } } : state;
+      default:
+        return assertNever(event);
+    }
+  },
+
+  decide(command, state) {
+    const s = state.service;
+    switch (command.type) {
+      case 'CreateService': {
+        if (s) return left({ code: 'conflict', message: 'a service with this id already exists' });
+        const err = groupRule(command.fields);
+        if (err) return left(err);
+        return right([
+          {
+            type: 'ServiceCreated',
+            data: {
+              serviceId: command.serviceId,
+              coachId: command.coachId,
+              ...command.fields,
+              status: 'review',
+              createdAt: command.now,
+            },
+          },
+        ]);
+      }
+      case 'UpdateService':
+        return s ? decideUpdate(command, s) : left(notFound);
+      case 'ApproveService':
+        if (!s) return left(notFound);
+        if (s.status === 'approved') return right([]); // approving twice is a no-op, so retries are safe
+        if (s.status === 'rejected')
+          return left({ code: 'invalid_transition', message: 'a rejected service must be edited by its coach first' });
+        return right([{ type: 'ServiceApproved', data: { serviceId: s.id, coachId: s.coachId, at: command.now } }]);
+      case 'RejectService':
+        if (!s) return left(notFound);
+        if (s.status === 'rejected') return right([]);
+        // Rejecting an approved service withdraws it from the catalogue (e.g. after a complaint).
+        return right([
+          {
+            type: 'ServiceRejected',
+            data: { serviceId: s.id, coachId: s.coachId, reason: command.reason, at: command.now },
+          },
+        ]);
+      default:
+        return assertNever(command);
+    }
+  },
+};

@@ -1,0 +1,62 @@
+import * as t from 'io-ts';
+import { Uuid, boundedString, intIn, refine, strict } from '../../src/http/validation';
+
+const text = (max: number) => boundedString(max);
+
+/** An IANA zone name the runtime knows (Intl throws a RangeError for the others). */
+export const isIanaZone = (zone: string): boolean => {
+  try {
+    new Intl.DateTimeFormat(undefined, { timeZone: zone });
+    return /^[A-Za-z][\w+/-]*$/.test(zone);
+  } catch {
+    return false;
+  }
+};
+export const IanaTimezone = refine(t.string, isIanaZone, 'timezone', 'Input should be a valid IANA time zone name');
+
+/** YYYY-MM-DD that is a real calendar day. */
+export const isCalendarDate = (s: string): boolean => {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+};
+const BirthDate = refine(t.string, isCalendarDate, 'date', 'Input should be a valid date in the format YYYY-MM-DD');
+
+const Email = refine(t.string, (s) => s.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s), 'email', 'Input should be a valid e-mail address');
+const Phone = refine(t.string, (s) => s === '' || /^\+?[0-9 ()-]{4,30}$/.test(s), 'phone', 'Input should be a phone number');
+
+/**
+ * PUT /api/v1/users/{user_id} body: the editable fields of User / UserProfileOut, all optional (only
+ * the fields sent change); a new profile needs firstName, lastName, email and type (the decider says so).
+ */
+export const UpsertUserProfileBody = strict(
+  {},
+  {
+    username: text(100),
+    firstName: boundedString(100, 1),
+    lastName: boundedString(100, 1),
+    email: Email,
+    phone: Phone,
+    whatsapp: Phone,
+    timezone: IanaTimezone,
+    languages: t.array(boundedString(35, 1)),
+    gender: text(40),
+    birthDate: t.union([BirthDate, t.null]),
+    description: text(5000),
+    type: t.keyof({ client: null, coach: null }, 'user type (client or coach)'),
+    experience: intIn(0, 100, 'years of experience'),
+    avatarUrl: text(2000),
+    mediaType: text(100),
+    mediaUrl: text(2000),
+    mediaPreviewUrl: text(2000),
+    verified: t.boolean,
+    verifiedEmail: t.boolean,
+    verifiedPhone: t.boolean,
+    available: t.boolean,
+    requiresParking: t.boolean,
+  },
+  'UserProfileIn',
+);
+export type UpsertUserProfileBody = t.TypeOf<typeof UpsertUserProfileBody>;
+
+export const UserIdPath = t.type({ user_id: Uuid });

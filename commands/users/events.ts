@@ -1,0 +1,44 @@
+import type { DomainEvent } from '../../src/decider';
+
+export type UserType = 'client' | 'coach';
+
+/** A user's profile as the write side keeps it: the editable fields of User / UserProfileOut. */
+export interface UserProfile {
+  username: string;
+  firstName: string;
+  lastName: string;
+  email: string;
+  phone: string;
+  whatsapp: string;
+  /** IANA zone name; coaches' schedules are read in it. */
+  timezone: string;
+  languages: string[];
+  gender: string;
+  /** YYYY-MM-DD, or null while unknown. */
+  birthDate: string | null;
+  description: string;
+  type: UserType;
+  experience: number;
+  avatarUrl: string;
+  mediaType: string;
+  mediaUrl: string;
+  mediaPreviewUrl: string;
+  verified: boolean;
+  verifiedEmail: boolean;
+  verifiedPhone: boolean;
+  available: boolean;
+  requiresParking: boolean;
+}
+
+/**
+ * The profile was created or changed. It carries the whole profile after the change (so a read model
+ * never needs the history) and the names of the fields that changed (so an auditor sees what moved).
+ */
+export type UserProfileUpserted = DomainEvent<
+  'UserProfileUpserted',
+  { userId: string; profile: UserProfile; changed: (keyof UserProfile)[]; created: boolean; upsertedAt: string }
+>;
+
+export type UserEvent = UserProfileUpserted;
+
+export const profileStream = (userId: string) => `profile-${userId}`;

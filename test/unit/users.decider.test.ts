@@ -1,0 +1,62 @@
+import { isLeft, isRight } from 'fp-ts/Either';
+import { fold } from '../../src/decider';
+import { DEFAULT_PROFILE, userProfile, type UserCommand } from '../../commands/users/decider';
+import type { UserEvent, UserProfile } from '../../commands/users/events';
+import { isCalendarDate, isIanaZone } from '../../commands/users/codecs';
+
+const userId = '11111111-1111-4111-8111-111111111111';
+const now = '2030-01-01T10:00:00.000Z';
+const upsert = (fields: Partial<UserProfile>): UserCommand => ({ type: 'UpsertUserProfile', userId, fields, now });
+const given = (events: UserEvent[]) => fold(userProfile, events);
+const basics = { firstName: 'Ana', lastName: 'Lima', email: 'ana@example.com', type: 'coach' as const };
+const created: UserEvent = {
+  type: 'UserProfileUpserted',
+  data: {
+    userId,
+    profile: { ...DEFAULT_PROFILE, ...basics },
+    changed: [],
+    created: true,
+    upsertedAt: now,
+  },
+};
+
+describe('user profile decider', () => {
+  it('creates a profile with defaults for the fields not given', () => {
+    const out = userProfile.decide(upsert({ ...basics, timezone: 'Europe/Lisbon' }), given([]));
+    if (!isRight(out)) throw new Error('expected events');
+    expect(out.right).toHaveLength(1);
+    const e = out.right[0]!;
+    expect(e.data.created).toBe(true);
+    expect(e.data.profile).toEqual({ ...DEFAULT_PROFILE, ...basics, timezone: 'Europe/Lisbon' });
+  });
+
+  it('refuses to create a profile without names, e-mail and type', () => {
+    const out = userProfile.decide(upsert({ firstName: 'Ana' }), given([]));
+    expect(isLeft(out) && out.left).toEqual({ code: 'validation', message: 'a new profile needs lastName, email, type' });
+  });
+
+  it('changes only the fields sent and names them', () => {
+    const out = userProfile.decide(upsert({ phone: '+351 910 000 000', firstName: 'Ana' }), given([created]));
+    if (!isRight(out)) throw new Error('expected events');
+    expect(out.right[0]!.data.changed).toEqual(['phone']);
+    expect(out.right[0]!.data.created).toBe(false);
+    expect(out.right[0]!.data.profile.email).toBe('ana@example.com');
+  });
+
+  it('records nothing when the same values are sent again', () => {
+    const out = userProfile.decide(upsert({ ...basics }), given([created]));
+    expect(isRight(out) && out.right).toEqual([]);
+  });
+
+  it('evolves to the latest profile', () => {
+    const later: UserEvent = { ...created, data: { ...created.data, profile: { ...created.data.profile, type: 'client' } } };
+    expect(given([created, later]).profile?.type).toBe('client');
+  });
+
+  it('knows IANA zones and calendar dates', () => {
+    expect(isIanaZone('America/Sao_Paulo')).toBe(true);
+    expect(isIanaZone('Mars/Olympus')).toBe(false);
+    expect(isCalendarDate('2000-02-29')).toBe(true);
+    expect(isCalendarDate('2001-02-29')).toBe(false);
+  });
+});
