@@ -17,6 +17,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(
     bodyParser({
       enableTypes: ['json'],
+      jsonStrict: false, // a JSON null or number is then a 422 from the codecs, not a misleading 400
       jsonLimit: JSON_LIMIT,
       encoding: 'utf-8',
       onError: (err) => {
@@ -48,9 +49,10 @@ export function createApp(deps: AppDeps): Koa {
     };
   });
 
-  for (const r of [health, ...routers(deps)]) {
-    app.use(r.routes());
-    app.use(r.allowedMethods());
-  }
+  const root = new Router();
+  for (const r of [health, ...routers(deps)]) root.use(r.routes());
+  app.use(root.routes());
+  // Thrown, so 405/501 reach errorHandler and get the ErrorResponse shape.
+  app.use(root.allowedMethods({ throw: true }));
   return app;
 }

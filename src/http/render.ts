@@ -16,7 +16,7 @@ export function renderError(err: unknown): Rendered {
   // Errors raised by Koa and its middleware (body parser, koa-jwt) carry an exposed 4xx status.
   const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
   const status = e?.status ?? e?.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) {
+  if (typeof status === 'number' && ((status >= 400 && status < 500) || status === 501)) {
     const error =
       status === 401
         ? 'unauthorized'
@@ -28,7 +28,11 @@ export function renderError(err: unknown): Rendered {
               ? 'bad_request'
               : status === 404
                 ? 'not_found'
-                : 'bad_request';
+                : status === 405
+                  ? 'method_not_allowed'
+                  : status === 501
+                    ? 'not_implemented'
+                    : 'bad_request';
     const message = status === 400 && e.type === 'entity.parse.failed' ? 'the body is not valid JSON' : (e.message ?? error);
     return { status, body: { error, message, code: status }, expected: true };
   }
