@@ -15,17 +15,33 @@ export const addressesProjection: Projection = {
           `INSERT INTO addresses (id, user_id, lat, lng, zoom, name, address, country, state, city, line1, line2, zip,
              details, created_at, seq)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-          [addressId, userId, f.lat, f.lng, f.zoom, f.name, f.address, f.country, f.state, f.city, f.line1, f.line2,
-            f.zip, f.details, addedAt, recorded.revision.toString()],
+          [
+            addressId,
+            userId,
+            f.lat,
+            f.lng,
+            f.zoom,
+            f.name,
+            f.address,
+            f.country,
+            f.state,
+            f.city,
+            f.line1,
+            f.line2,
+            f.zip,
+            f.details,
+            addedAt,
+            recorded.revision.toString(),
+          ],
         );
         return;
       }
       case 'DefaultAddressChanged':
         // Clear first: the partial unique index allows one default per user at any instant.
-        await tx.query('UPDATE addresses SET is_default = false WHERE user_id = $1 AND is_default AND id <> $2', [
-          event.data.userId,
-          event.data.addressId,
-        ]);
+        await tx.query(
+          'UPDATE addresses SET is_default = false WHERE user_id = $1 AND is_default AND id <> $2',
+          [event.data.userId, event.data.addressId],
+        );
         await tx.query('UPDATE addresses SET is_default = true WHERE id = $1', [event.data.addressId]);
         return;
       default:

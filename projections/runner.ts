@@ -110,7 +110,12 @@ export function createProjectionRunner(
           } catch (err) {
             const transient = isTransient(err);
             if (!transient && attempt >= poisonAttempts) {
-              st.failedEvent = { id: e.id, type: e.type, streamName: e.streamName, position: e.position.commit.toString() };
+              st.failedEvent = {
+                id: e.id,
+                type: e.type,
+                streamName: e.streamName,
+                position: e.position.commit.toString(),
+              };
               throw err;
             }
             if (stopping) throw err;
@@ -158,7 +163,8 @@ export function createProjectionRunner(
 
   return {
     async start() {
-      for (const p of projections) states.set(p.name, { name: p.name, state: 'starting', position: null, at: null });
+      for (const p of projections)
+        states.set(p.name, { name: p.name, state: 'starting', position: null, at: null });
       await Promise.all(projections.map(run));
     },
     async stop() {

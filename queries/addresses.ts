@@ -42,7 +42,12 @@ export const toAddressOut = (a: Omit<AddressOut, 'position'>): AddressOut => ({
 });
 
 /** The user's addresses, newest first. */
-export async function listAddresses(db: Queryable, userId: string, limit = 200, offset = 0): Promise<AddressOut[]> {
+export async function listAddresses(
+  db: Queryable,
+  userId: string,
+  limit = 200,
+  offset = 0,
+): Promise<AddressOut[]> {
   const res = await db.query<Omit<AddressOut, 'position'>>(
     `SELECT id, lat, lng, zoom, is_default AS "isDefault", name, address, country, state, city, line1, line2, zip, details
        FROM addresses WHERE user_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`,

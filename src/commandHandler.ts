@@ -4,8 +4,7 @@ import type { EventMetadata, EventStore, Position } from './eventstore/types';
 import { WrongExpectedRevisionError } from './eventstore/types';
 
 export type CommandOutcome<E, S> =
-  | { ok: true; events: E[]; state: S; position: Position | null }
-  | { ok: false; error: DomainError };
+  { ok: true; events: E[]; state: S; position: Position | null } | { ok: false; error: DomainError };
 
 export class ConcurrencyConflictError extends Error {
   constructor(readonly streamName: string) {

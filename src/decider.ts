@@ -19,8 +19,10 @@ export interface Decider<C, E extends DomainEvent, S> {
   decide: (command: C, state: S) => Either<DomainError, E[]>;
 }
 
-export const fold = <E extends DomainEvent, S>(d: Pick<Decider<never, E, S>, 'initialState' | 'evolve'>, events: E[]): S =>
-  events.reduce(d.evolve, d.initialState());
+export const fold = <E extends DomainEvent, S>(
+  d: Pick<Decider<never, E, S>, 'initialState' | 'evolve'>,
+  events: E[],
+): S => events.reduce(d.evolve, d.initialState());
 
 /** For exhaustive switches: a new union member that is not handled fails to compile. */
 export function assertNever(x: never): never {

@@ -7,13 +7,16 @@ const threshold = (): number =>
 export type Logger = Record<Level, (msg: string, fields?: Record<string, unknown>) => void>;
 
 export function createLogger(base: Record<string, unknown> = {}): Logger {
-  const write = (level: Level) => (msg: string, fields: Record<string, unknown> = {}) => {
-    if (order[level] < threshold()) return;
-    const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...base, ...fields }, (_k, v) =>
-      typeof v === 'bigint' ? v.toString() : v,
-    );
-    (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line + '\n');
-  };
+  const write =
+    (level: Level) =>
+    (msg: string, fields: Record<string, unknown> = {}) => {
+      if (order[level] < threshold()) return;
+      const line = JSON.stringify(
+        { time: new Date().toISOString(), level, msg, ...base, ...fields },
+        (_k, v) => (typeof v === 'bigint' ? v.toString() : v),
+      );
+      (level === 'error' || level === 'warn' ? process.stderr : process.stdout).write(line + '\n');
+    };
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
 }
 

@@ -49,12 +49,20 @@ export const addressBook: Decider<AddressCommand, AddressEvent, AddressBook> = {
         if (state.addresses.some((a) => a.id === command.addressId))
           return left({ code: 'conflict', message: 'an address with this id already exists' });
         if (state.addresses.length >= MAX_ADDRESSES)
-          return left({ code: 'address_limit_reached', message: `a user keeps at most ${MAX_ADDRESSES} addresses` });
+          return left({
+            code: 'address_limit_reached',
+            message: `a user keeps at most ${MAX_ADDRESSES} addresses`,
+          });
         const current = state.addresses.find((a) => a.isDefault)?.id ?? null;
         const events: AddressEvent[] = [
           {
             type: 'AddressAdded',
-            data: { addressId: command.addressId, userId: command.userId, fields: command.fields, addedAt: command.now },
+            data: {
+              addressId: command.addressId,
+              userId: command.userId,
+              fields: command.fields,
+              addedAt: command.now,
+            },
           },
         ];
         // Exactly one default, always: the first address, or any address while none is default, or on request.

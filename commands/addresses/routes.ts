@@ -32,7 +32,14 @@ export function addressCommands(deps: AppDeps): Router {
       ctx,
       addressStream(userId),
       addressBook,
-      { type: 'AddAddress', userId, addressId: deps.newId(), fields, makeDefault: isDefault === true, now: deps.clock().toISOString() },
+      {
+        type: 'AddAddress',
+        userId,
+        addressId: deps.newId(),
+        fields,
+        makeDefault: isDefault === true,
+        now: deps.clock().toISOString(),
+      },
       ['addresses'],
     );
     // Built from the write model: exact even if the read model is still catching up.

@@ -87,7 +87,10 @@ export function createEsdbEventStore(connectionString: string): EventStore {
           { expectedRevision: esdbExpected(expectedRevision) },
         );
         const pos = res.position ?? { commit: -1n, prepare: -1n };
-        return { nextRevision: res.nextExpectedRevision, position: { commit: pos.commit, prepare: pos.prepare } };
+        return {
+          nextRevision: res.nextExpectedRevision,
+          position: { commit: pos.commit, prepare: pos.prepare },
+        };
       } catch (err) {
         if (err instanceof WrongExpectedVersionError) {
           const actual = err.actualVersion;
@@ -103,7 +106,10 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     async readStream(streamName) {
       const events: RecordedEvent[] = [];
       try {
-        for await (const resolved of client.readStream(streamName, { direction: FORWARDS, fromRevision: ESDB_START })) {
+        for await (const resolved of client.readStream(streamName, {
+          direction: FORWARDS,
+          fromRevision: ESDB_START,
+        })) {
           const r = toRecorded(resolved);
           if (r) events.push(r);
         }

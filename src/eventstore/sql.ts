@@ -78,11 +78,13 @@ export async function appendInTransaction(
 ): Promise<AppendResult> {
   if (events.length === 0) throw new Error('append needs at least one event');
   await tx.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-  const current = await tx.query<{ revision: string }>('SELECT revision FROM es_streams WHERE stream_name = $1', [
-    streamName,
-  ]);
+  const current = await tx.query<{ revision: string }>(
+    'SELECT revision FROM es_streams WHERE stream_name = $1',
+    [streamName],
+  );
   const actual: bigint | 'no_stream' = current.rows[0] ? BigInt(current.rows[0].revision) : 'no_stream';
-  if (expected !== 'any' && expected !== actual) throw new WrongExpectedRevisionError(streamName, expected, actual);
+  if (expected !== 'any' && expected !== actual)
+    throw new WrongExpectedRevisionError(streamName, expected, actual);
 
   const first = actual === 'no_stream' ? 0n : actual + 1n;
   const params: unknown[] = [];
@@ -108,7 +110,10 @@ export async function appendInTransaction(
   return { nextRevision: last, position: { commit: position, prepare: position } };
 }
 
-export async function createSqlEventStore(db: Database, opts: { ownsDb?: boolean } = {}): Promise<EventStore> {
+export async function createSqlEventStore(
+  db: Database,
+  opts: { ownsDb?: boolean } = {},
+): Promise<EventStore> {
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(7150001)');
     for (const stmt of eventStoreSchema.split(';')) await tx.query(stmt);
@@ -181,7 +186,9 @@ export async function createSqlEventStore(db: Database, opts: { ownsDb?: boolean
   return {
     kind: db.kind === 'pglite' ? 'pglite' : 'postgres',
     async append(streamName, events, { expectedRevision = 'any' } = {}) {
-      const result = await db.transaction((tx) => appendInTransaction(tx, streamName, events, expectedRevision));
+      const result = await db.transaction((tx) =>
+        appendInTransaction(tx, streamName, events, expectedRevision),
+      );
       wakeAll();
       return result;
     },

@@ -88,7 +88,11 @@ export interface SubscribeOptions {
 
 export interface EventStore {
   readonly kind: 'postgres' | 'pglite' | 'esdb';
-  append(streamName: string, events: NewEvent[], opts?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  append(
+    streamName: string,
+    events: NewEvent[],
+    opts?: { expectedRevision?: ExpectedRevision },
+  ): Promise<AppendResult>;
   readStream(streamName: string): Promise<ReadStreamResult>;
   /** Reads the global log strictly after `from`, up to `limit` events, in order. */
   readAll(from: Position, limit?: number): Promise<RecordedEvent[]>;

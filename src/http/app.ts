@@ -37,9 +37,13 @@ export function createApp(deps: AppDeps): Koa {
         () => 'ok',
         (e: unknown) => `down: ${e instanceof Error ? e.message : String(e)}`,
       );
-    const [eventStore, database] = await Promise.all([check(() => deps.store.ping()), check(() => deps.db.query('SELECT 1'))]);
+    const [eventStore, database] = await Promise.all([
+      check(() => deps.store.ping()),
+      check(() => deps.db.query('SELECT 1')),
+    ]);
     const projections = deps.runner.status();
-    const healthy = eventStore === 'ok' && database === 'ok' && projections.every((p) => p.state !== 'failed');
+    const healthy =
+      eventStore === 'ok' && database === 'ok' && projections.every((p) => p.state !== 'failed');
     ctx.status = healthy ? 200 : 503;
     ctx.body = {
       status: healthy ? 'ok' : 'degraded',

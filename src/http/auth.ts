@@ -28,8 +28,10 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** The authenticated caller, or 401. Claims: `sub` (user uuid) and `roles`. */
 export function principal(ctx: Context): Principal {
   const claims = ctx.state.jwtClaims as { sub?: unknown; roles?: unknown } | undefined;
-  if (!claims) throw unauthorized(ctx.get('authorization') ? 'the bearer token is invalid or expired' : undefined);
-  if (typeof claims.sub !== 'string' || !UUID_RE.test(claims.sub)) throw unauthorized('the token has no user id');
+  if (!claims)
+    throw unauthorized(ctx.get('authorization') ? 'the bearer token is invalid or expired' : undefined);
+  if (typeof claims.sub !== 'string' || !UUID_RE.test(claims.sub))
+    throw unauthorized('the token has no user id');
   const roles = Array.isArray(claims.roles)
     ? (claims.roles.filter((r) => (ROLES as readonly unknown[]).includes(r)) as Role[])
     : [];

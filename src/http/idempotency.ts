@@ -17,7 +17,8 @@ export function idempotent(db: Database): Middleware {
   return async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (!key) return next();
-    if (key.length > 200) throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
+    if (key.length > 200)
+      throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
     const scope = (ctx.state.principal as Principal | undefined)?.userId ?? 'anonymous';
     const hash = createHash('sha256')
       .update(`${ctx.method} ${ctx.path}\n${JSON.stringify(ctx.request.body ?? null)}`)
@@ -37,9 +38,18 @@ export function idempotent(db: Database): Middleware {
         [scope, key],
       );
       const row = prior.rows[0];
-      if (!row) throw new HttpError(409, 'conflict', 'the request with this Idempotency-Key is being retried; try again');
+      if (!row)
+        throw new HttpError(
+          409,
+          'conflict',
+          'the request with this Idempotency-Key is being retried; try again',
+        );
       if (row.request_hash !== hash)
-        throw new HttpError(422, 'idempotency_key_reused', 'this Idempotency-Key was used for a different request');
+        throw new HttpError(
+          422,
+          'idempotency_key_reused',
+          'this Idempotency-Key was used for a different request',
+        );
       if (row.status === null)
         throw new HttpError(409, 'conflict', 'a request with this Idempotency-Key is still in progress');
       ctx.status = row.status;
@@ -49,12 +59,10 @@ export function idempotent(db: Database): Middleware {
     }
 
     const remember = (status: number, body: unknown) =>
-      db.query('UPDATE idempotency_keys SET status = $3, response = $4::jsonb WHERE scope = $1 AND key = $2', [
-        scope,
-        key,
-        status,
-        JSON.stringify(body ?? null),
-      ]);
+      db.query(
+        'UPDATE idempotency_keys SET status = $3, response = $4::jsonb WHERE scope = $1 AND key = $2',
+        [scope, key, status, JSON.stringify(body ?? null)],
+      );
     try {
       await next();
     } catch (err) {

@@ -11,10 +11,20 @@ export interface Rendered {
 export function renderError(err: unknown): Rendered {
   if (err instanceof ValidationError) return { status: 422, body: { detail: err.detail }, expected: true };
   if (err instanceof HttpError) {
-    return { status: err.status, body: { error: err.error, message: err.message, code: err.status }, expected: true };
+    return {
+      status: err.status,
+      body: { error: err.error, message: err.message, code: err.status },
+      expected: true,
+    };
   }
   // Errors raised by Koa and its middleware (body parser, koa-jwt) carry an exposed 4xx status.
-  const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
+  const e = err as {
+    status?: number;
+    statusCode?: number;
+    expose?: boolean;
+    message?: string;
+    type?: string;
+  };
   const status = e?.status ?? e?.statusCode;
   if (typeof status === 'number' && ((status >= 400 && status < 500) || status === 501)) {
     const error =
@@ -33,7 +43,10 @@ export function renderError(err: unknown): Rendered {
                   : status === 501
                     ? 'not_implemented'
                     : 'bad_request';
-    const message = status === 400 && e.type === 'entity.parse.failed' ? 'the body is not valid JSON' : (e.message ?? error);
+    const message =
+      status === 400 && e.type === 'entity.parse.failed'
+        ? 'the body is not valid JSON'
+        : (e.message ?? error);
     return { status, body: { error, message, code: status }, expected: true };
   }
   return {

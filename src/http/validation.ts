@@ -15,9 +15,14 @@ function issueOf(where: Location, err: t.ValidationError): ValidationIssue {
   });
   const leaf = err.context[err.context.length - 1];
   if (err.value === undefined) return { loc, msg: 'Field required', type: 'missing' };
-  if (err.message === 'extra_forbidden') return { loc, msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
+  if (err.message === 'extra_forbidden')
+    return { loc, msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
   const expected = leaf?.type.name ?? 'value';
-  return { loc, msg: err.message ?? `Input should be ${expected}`, type: `invalid_${expected.replace(/\W+/g, '_')}` };
+  return {
+    loc,
+    msg: err.message ?? `Input should be ${expected}`,
+    type: `invalid_${expected.replace(/\W+/g, '_')}`,
+  };
 }
 
 /** Decodes `value` or throws a 422 naming every failing field. Union members' repeats are collapsed. */
@@ -25,10 +30,12 @@ export function decode<A, O>(codec: t.Type<A, O, unknown>, value: unknown, where
   const result = codec.decode(value);
   if (!isLeft(result)) return result.right;
   const seen = new Set<string>();
-  const detail = result.left.map((e) => issueOf(where, e)).filter((i) => {
-    const key = JSON.stringify(i.loc) + i.type;
-    return seen.has(key) ? false : (seen.add(key), true);
-  });
+  const detail = result.left
+    .map((e) => issueOf(where, e))
+    .filter((i) => {
+      const key = JSON.stringify(i.loc) + i.type;
+      return seen.has(key) ? false : (seen.add(key), true);
+    });
   throw new ValidationError(detail);
 }
 
@@ -45,12 +52,17 @@ export function strict<P extends t.Props, O extends t.Props>(props: P, optional:
     name,
     (u): u is A => required.is(u) && partial.is(u),
     (u, c) => {
-      if (typeof u !== 'object' || u === null || Array.isArray(u)) return t.failure(u, c, 'Input should be an object');
+      if (typeof u !== 'object' || u === null || Array.isArray(u))
+        return t.failure(u, c, 'Input should be an object');
       const a = required.validate(u, c);
       const b = partial.validate(u, c);
       const errors: t.Errors = [...(isLeft(a) ? a.left : []), ...(isLeft(b) ? b.left : [])];
       for (const k of Object.keys(u).filter((k) => !known.has(k)))
-        errors.push({ value: (u as Record<string, unknown>)[k], context: [...c, { key: k, type: t.unknown }], message: 'extra_forbidden' });
+        errors.push({
+          value: (u as Record<string, unknown>)[k],
+          context: [...c, { key: k, type: t.unknown }],
+          message: 'extra_forbidden',
+        });
       if (errors.length || isLeft(a) || isLeft(b)) return t.failures(errors);
       return t.success({ ...a.right, ...b.right } as A);
     },
@@ -59,7 +71,12 @@ export function strict<P extends t.Props, O extends t.Props>(props: P, optional:
 }
 
 /** A refinement with a readable failure message. */
-export function refine<A, O>(codec: t.Type<A, O, unknown>, pred: (a: A) => boolean, name: string, msg: string) {
+export function refine<A, O>(
+  codec: t.Type<A, O, unknown>,
+  pred: (a: A) => boolean,
+  name: string,
+  msg: string,
+) {
   return new t.Type<A, O, unknown>(
     name,
     (u): u is A => codec.is(u) && pred(u),
@@ -75,11 +92,26 @@ export function refine<A, O>(codec: t.Type<A, O, unknown>, pred: (a: A) => boole
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const Uuid = refine(t.string, (s) => UUID_RE.test(s), 'uuid', 'Input should be a valid UUID');
 export const boundedString = (max: number, min = 0) =>
-  refine(t.string, (s) => s.length >= min && s.length <= max, 'string', `String should have ${min} to ${max} characters`);
+  refine(
+    t.string,
+    (s) => s.length >= min && s.length <= max,
+    'string',
+    `String should have ${min} to ${max} characters`,
+  );
 export const finiteNumberIn = (min: number, max: number, name: string) =>
-  refine(t.number, (n) => Number.isFinite(n) && n >= min && n <= max, name, `Input should be between ${min} and ${max}`);
+  refine(
+    t.number,
+    (n) => Number.isFinite(n) && n >= min && n <= max,
+    name,
+    `Input should be between ${min} and ${max}`,
+  );
 export const intIn = (min: number, max: number, name = 'integer') =>
-  refine(t.number, (n) => Number.isInteger(n) && n >= min && n <= max, name, `Input should be an integer from ${min} to ${max}`);
+  refine(
+    t.number,
+    (n) => Number.isInteger(n) && n >= min && n <= max,
+    name,
+    `Input should be an integer from ${min} to ${max}`,
+  );
 
 /** Query-string integers arrive as text. */
 export const IntFromString = (min: number, max: number) =>

@@ -3,7 +3,14 @@ import jwt from 'jsonwebtoken';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 const PATH = '/api/v1/nav/addreses';
-const home = { lat: 52.52, lng: 13.405, name: 'Home', address: 'Alexanderplatz 1, Berlin', city: 'Berlin', zip: '10178' };
+const home = {
+  lat: 52.52,
+  lng: 13.405,
+  name: 'Home',
+  address: 'Alexanderplatz 1, Berlin',
+  city: 'Berlin',
+  zip: '10178',
+};
 const office = { lat: 48.1374, lng: 11.5755, zoom: 12, name: 'Office', address: 'Marienplatz 8, München' };
 
 describe('saved addresses (endpoints 32, 33)', () => {
@@ -90,7 +97,14 @@ describe('saved addresses (endpoints 32, 33)', () => {
     expect(res.status).toBe(422);
     const locs = res.body.detail.map((d: { loc: unknown[] }) => d.loc.join('.'));
     expect(locs).toEqual(
-      expect.arrayContaining(['body.lat', 'body.lng', 'body.name', 'body.address', 'body.zoom', 'body.colour']),
+      expect.arrayContaining([
+        'body.lat',
+        'body.lng',
+        'body.name',
+        'body.address',
+        'body.zoom',
+        'body.colour',
+      ]),
     );
     expect(res.body.detail.find((d: { loc: string[] }) => d.loc[1] === 'address')).toEqual({
       loc: ['body', 'address'],
@@ -115,7 +129,10 @@ describe('saved addresses (endpoints 32, 33)', () => {
     const bad = await t.request('POST', PATH, { token: u.token, body: '{"lat": ' });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: 'bad_request', message: 'the body is not valid JSON', code: 400 });
-    const huge = await t.request('POST', PATH, { token: u.token, body: { ...home, details: 'x'.repeat(300_000) } });
+    const huge = await t.request('POST', PATH, {
+      token: u.token,
+      body: { ...home, details: 'x'.repeat(300_000) },
+    });
     expect(huge.status).toBe(413);
     expect(huge.body).toMatchObject({ error: 'payload_too_large', code: 413 });
   });
@@ -123,10 +140,17 @@ describe('saved addresses (endpoints 32, 33)', () => {
   it('requires a valid token: 401 in the ErrorResponse shape', async () => {
     const none = await t.request('GET', PATH);
     expect(none.status).toBe(401);
-    expect(none.body).toEqual({ error: 'unauthorized', message: 'a valid bearer token is required', code: 401 });
+    expect(none.body).toEqual({
+      error: 'unauthorized',
+      message: 'a valid bearer token is required',
+      code: 401,
+    });
     const forged = jwt.sign({ sub: randomUUID(), roles: ['client'] }, 'not-the-secret');
     expect((await t.request('POST', PATH, { token: forged, body: home })).status).toBe(401);
-    const expired = jwt.sign({ sub: randomUUID(), roles: ['client'], exp: Math.floor(Date.now() / 1000) - 60 }, 'test-secret');
+    const expired = jwt.sign(
+      { sub: randomUUID(), roles: ['client'], exp: Math.floor(Date.now() / 1000) - 60 },
+      'test-secret',
+    );
     const res = await t.request('GET', PATH, { token: expired });
     expect(res.status).toBe(401);
     expect(res.body.message).toMatch(/invalid or expired/);
@@ -148,7 +172,9 @@ describe('saved addresses (endpoints 32, 33)', () => {
     expect(reused.body).toMatchObject({ error: 'idempotency_key_reused', code: 422 });
     // Keys are per user: another user's identical key is a new request.
     const other = newUser();
-    expect((await t.request('POST', PATH, { token: other.token, body: office, headers })).body).toHaveLength(1);
+    expect((await t.request('POST', PATH, { token: other.token, body: office, headers })).body).toHaveLength(
+      1,
+    );
   });
 
   it('answers 409 to a repeat that arrives while the first request is still running', async () => {
@@ -165,7 +191,8 @@ describe('saved addresses (endpoints 32, 33)', () => {
 
   it('pages the list with limit and offset and rejects a bad limit', async () => {
     const u = newUser();
-    for (const name of ['One', 'Two', 'Three']) await t.request('POST', PATH, { token: u.token, body: { ...home, name } });
+    for (const name of ['One', 'Two', 'Three'])
+      await t.request('POST', PATH, { token: u.token, body: { ...home, name } });
     const page = await t.request('GET', `${PATH}?limit=2&offset=1`, { token: u.token });
     expect(page.body.map((a: { name: string }) => a.name)).toEqual(['Two', 'One']);
     const bad = await t.request('GET', `${PATH}?limit=1000`, { token: u.token });
@@ -188,7 +215,10 @@ describe('saved addresses (endpoints 32, 33)', () => {
     await t.request('POST', PATH, { token: u.token, body: home, headers: { 'X-Request-Id': 'audit-1' } });
     const { events } = await t.system.deps.store.readStream(`addresses-${u.id}`);
     expect(events.map((e) => e.type)).toEqual(['AddressAdded', 'DefaultAddressChanged']);
-    expect(events[0]!.metadata).toMatchObject({ requestId: 'audit-1', actor: { userId: u.id, role: 'client' } });
+    expect(events[0]!.metadata).toMatchObject({
+      requestId: 'audit-1',
+      actor: { userId: u.id, role: 'client' },
+    });
   });
 
   it('reports health, and a projection stopped by a poison event as degraded', async () => {

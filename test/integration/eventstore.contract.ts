@@ -16,7 +16,12 @@ export function eventStoreContract(getStore: () => EventStore) {
   const stream = (prefix = 'contract') => `${prefix}-${randomUUID()}`;
   const ev = (type: string, data: unknown = {}) => ({ type, data });
 
-  const collect = (store: EventStore, from: Position, until: (seen: RecordedEvent[]) => boolean, timeoutMs = 5000) =>
+  const collect = (
+    store: EventStore,
+    from: Position,
+    until: (seen: RecordedEvent[]) => boolean,
+    timeoutMs = 5000,
+  ) =>
     new Promise<RecordedEvent[]>((resolve, reject) => {
       const seen: RecordedEvent[] = [];
       const timer = setTimeout(() => {
@@ -41,7 +46,9 @@ export function eventStoreContract(getStore: () => EventStore) {
   it('appends to a new stream with no_stream and reads it back with 0-based revisions', async () => {
     const store = getStore();
     const s = stream();
-    const res = await store.append(s, [ev('A', { n: 1 }), ev('B', { n: 2 })], { expectedRevision: 'no_stream' });
+    const res = await store.append(s, [ev('A', { n: 1 }), ev('B', { n: 2 })], {
+      expectedRevision: 'no_stream',
+    });
     expect(res.nextRevision).toBe(1n);
     const read = await store.readStream(s);
     expect(read.revision).toBe(1n);
@@ -74,7 +81,9 @@ export function eventStoreContract(getStore: () => EventStore) {
     const err = await store.append(s, [ev('C')], { expectedRevision: 0n }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WrongExpectedRevisionError);
     expect((err as WrongExpectedRevisionError).actual).toBe(1n);
-    const missing = await store.append(stream(), [ev('X')], { expectedRevision: 3n }).catch((e: unknown) => e);
+    const missing = await store
+      .append(stream(), [ev('X')], { expectedRevision: 3n })
+      .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(WrongExpectedRevisionError);
     expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'B']);
   });
@@ -143,10 +152,9 @@ export function eventStoreContract(getStore: () => EventStore) {
     const head = await store.headPosition();
     const s = stream('sub');
     await store.append(s, [ev('E0'), ev('E1')]);
-    let liveAppendedAt = 0;
     const seen = collect(store, head, (events) => events.filter((e) => e.streamName === s).length >= 4);
     await new Promise((r) => setTimeout(r, 300));
-    liveAppendedAt = Date.now();
+    const liveAppendedAt = Date.now();
     await store.append(s, [ev('E2'), ev('E3')]);
     const events = (await seen).filter((e) => e.streamName === s);
     const latency = Date.now() - liveAppendedAt;

@@ -24,7 +24,9 @@ describe('event store contract: PGlite (embedded)', () => {
 const pgServer = process.env.DATABASE_URL;
 const describePg = pgServer ? describe : describe.skip;
 describePg(
-  pgServer ? 'event store contract: PostgreSQL' : 'event store contract: PostgreSQL (skipped: DATABASE_URL is not set)',
+  pgServer
+    ? 'event store contract: PostgreSQL'
+    : 'event store contract: PostgreSQL (skipped: DATABASE_URL is not set)',
   () => {
     let database: TestDatabase;
     let store: EventStore;

@@ -15,7 +15,9 @@ describe('projection runner', () => {
     database = await testDatabase();
     await migrate(database.db);
     store = await createSqlEventStore(database.db);
-    await database.db.query('CREATE TABLE seen (event_id uuid, projection text, n int, PRIMARY KEY (projection, event_id))');
+    await database.db.query(
+      'CREATE TABLE seen (event_id uuid, projection text, n int, PRIMARY KEY (projection, event_id))',
+    );
   });
   afterAll(async () => {
     await store.close();
@@ -23,7 +25,10 @@ describe('projection runner', () => {
   });
 
   /** Writes one row per event; the row is inserted before `fail` may throw, to prove the rollback. */
-  const recorder = (name: string, fail: (n: number, attempt: number) => Error | null = () => null): Projection => {
+  const recorder = (
+    name: string,
+    fail: (n: number, attempt: number) => Error | null = () => null,
+  ): Projection => {
     const attempts = new Map<number, number>();
     return {
       name,
@@ -39,12 +44,13 @@ describe('projection runner', () => {
     };
   };
   const rows = async (name: string) =>
-    (await database.db.query<{ n: number }>('SELECT n FROM seen WHERE projection = $1 ORDER BY n', [name])).rows.map(
-      (r) => r.n,
-    );
+    (
+      await database.db.query<{ n: number }>('SELECT n FROM seen WHERE projection = $1 ORDER BY n', [name])
+    ).rows.map((r) => r.n);
   const appendNumbered = async (from: number, to: number) => {
     let last;
-    for (let n = from; n <= to; n++) last = await store.append(`num-${randomUUID()}`, [{ type: 'Numbered', data: { n } }]);
+    for (let n = from; n <= to; n++)
+      last = await store.append(`num-${randomUUID()}`, [{ type: 'Numbered', data: { n } }]);
     return last!.position;
   };
 
@@ -83,14 +89,19 @@ describe('projection runner', () => {
 
   it('stops loudly on a poison event: earlier events land, the poison and later ones do not', async () => {
     const before = await store.headPosition();
-    const p = recorder('poisoned', (n) => (n === 102 ? new TypeError('cannot read property of undefined') : null));
+    const p = recorder('poisoned', (n) =>
+      n === 102 ? new TypeError('cannot read property of undefined') : null,
+    );
     // Start after the events of the other cases so only 101..103 matter here.
     await database.db.query(
       `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ('poisoned', $1, $1)`,
       [before.commit.toString()],
     );
     const pos = await appendNumbered(101, 103);
-    const runner = createProjectionRunner(store, database.db, [p], log, { baseBackoffMs: 5, poisonAttempts: 2 });
+    const runner = createProjectionRunner(store, database.db, [p], log, {
+      baseBackoffMs: 5,
+      poisonAttempts: 2,
+    });
     await runner.start();
     expect(await runner.waitFor(pos, 3000, ['poisoned'])).toBe(false);
     const status = runner.status().find((s) => s.name === 'poisoned')!;

@@ -15,7 +15,11 @@ export function eventStoreDbPlan(): { url?: string; container?: true; skipReason
 export async function startEventStoreDbContainer(): Promise<{ url: string; stop: () => Promise<void> }> {
   const { GenericContainer, Wait } = await import('testcontainers');
   const c = await new GenericContainer('eventstore/eventstore:24.10')
-    .withEnvironment({ EVENTSTORE_INSECURE: 'true', EVENTSTORE_RUN_PROJECTIONS: 'None', EVENTSTORE_MEM_DB: 'true' })
+    .withEnvironment({
+      EVENTSTORE_INSECURE: 'true',
+      EVENTSTORE_RUN_PROJECTIONS: 'None',
+      EVENTSTORE_MEM_DB: 'true',
+    })
     .withExposedPorts(2113)
     .withWaitStrategy(Wait.forHttp('/health/live', 2113).forStatusCode(204))
     .start();

@@ -23,7 +23,9 @@ async function containerPostgres(): Promise<string | null> {
       const c = await new PostgreSqlContainer('postgres:16-alpine').start();
       return c.getConnectionUri() as string;
     } catch (err) {
-      console.warn(`testcontainers could not start PostgreSQL (${(err as Error).message}); using embedded PGlite`);
+      console.warn(
+        `testcontainers could not start PostgreSQL (${(err as Error).message}); using embedded PGlite`,
+      );
       return null;
     }
   })();

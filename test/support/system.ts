@@ -21,7 +21,9 @@ export interface TestSystem {
 }
 
 /** The whole service over real HTTP on an ephemeral port, with its own database. */
-export async function startTestSystem(overrides: SystemOverrides & { env?: NodeJS.ProcessEnv } = {}): Promise<TestSystem> {
+export async function startTestSystem(
+  overrides: SystemOverrides & { env?: NodeJS.ProcessEnv } = {},
+): Promise<TestSystem> {
   const database = await testDatabase();
   const config = loadConfig({ JWT_SECRET: 'test-secret', CONSISTENCY_WAIT_MS: '3000', ...overrides.env });
   const system = await createSystem(config, { db: database.db, ...overrides });

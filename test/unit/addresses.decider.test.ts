@@ -4,22 +4,40 @@ import type { AddressEvent, AddressFields } from '../../commands/addresses/event
 
 const user = '0b0e7a52-1c4c-4f3e-9d7e-5a2f8f6a0c11';
 const fields: AddressFields = {
-  lat: 52.52, lng: 13.405, zoom: 15, name: 'Home', address: 'Alexanderplatz 1', country: 'DE', state: 'BE',
-  city: 'Berlin', line1: 'Alexanderplatz 1', line2: '', zip: '10178', details: '',
+  lat: 52.52,
+  lng: 13.405,
+  zoom: 15,
+  name: 'Home',
+  address: 'Alexanderplatz 1',
+  country: 'DE',
+  state: 'BE',
+  city: 'Berlin',
+  line1: 'Alexanderplatz 1',
+  line2: '',
+  zip: '10178',
+  details: '',
 };
 const add = (addressId: string, makeDefault = false): AddressCommand => ({
-  type: 'AddAddress', userId: user, addressId, fields, makeDefault, now: '2026-11-22T10:00:00.000Z',
+  type: 'AddAddress',
+  userId: user,
+  addressId,
+  fields,
+  makeDefault,
+  now: '2026-11-22T10:00:00.000Z',
 });
 const added = (addressId: string): AddressEvent => ({
-  type: 'AddressAdded', data: { addressId, userId: user, fields, addedAt: '2026-11-22T09:00:00.000Z' },
+  type: 'AddressAdded',
+  data: { addressId, userId: user, fields, addedAt: '2026-11-22T09:00:00.000Z' },
 });
 const defaulted = (addressId: string, previousId: string | null): AddressEvent => ({
-  type: 'DefaultAddressChanged', data: { addressId, userId: user, previousId },
+  type: 'DefaultAddressChanged',
+  data: { addressId, userId: user, previousId },
 });
 
 /** given past events, when a command, then new events (or a refusal). */
 const given = (events: AddressEvent[]) => ({
-  when: (command: AddressCommand) => addressBook.decide(command, events.reduce(addressBook.evolve, addressBook.initialState())),
+  when: (command: AddressCommand) =>
+    addressBook.decide(command, events.reduce(addressBook.evolve, addressBook.initialState())),
 });
 
 describe('address book decider', () => {
@@ -28,7 +46,10 @@ describe('address book decider', () => {
     expect(result).toEqual({
       _tag: 'Right',
       right: [
-        { type: 'AddressAdded', data: { addressId: 'a1', userId: user, fields, addedAt: '2026-11-22T10:00:00.000Z' } },
+        {
+          type: 'AddressAdded',
+          data: { addressId: 'a1', userId: user, fields, addedAt: '2026-11-22T10:00:00.000Z' },
+        },
         defaulted('a1', null),
       ],
     });
@@ -61,10 +82,13 @@ describe('address book decider', () => {
   });
 
   it('evolves to exactly one default after any sequence of moves', () => {
-    const state = [added('a1'), defaulted('a1', null), added('a2'), defaulted('a2', 'a1'), added('a3')].reduce(
-      addressBook.evolve,
-      addressBook.initialState(),
-    );
+    const state = [
+      added('a1'),
+      defaulted('a1', null),
+      added('a2'),
+      defaulted('a2', 'a1'),
+      added('a3'),
+    ].reduce(addressBook.evolve, addressBook.initialState());
     expect(state.addresses.filter((a) => a.isDefault).map((a) => a.id)).toEqual(['a2']);
   });
 });
