@@ -1,7 +1,22 @@
 import type Router from '@koa/router';
 import { addressCommands } from '../commands/addresses/routes';
 import { addressQueries } from '../queries/addresses';
+import { userCommands } from '../commands/users/routes';
+import { serviceCommands } from '../commands/services/routes';
+import { userQueries } from '../queries/users';
+import { serviceQueries } from '../queries/services';
+import { reviewQueries } from '../queries/reviews';
+import { coachProfileQueries } from '../queries/coachProfile';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
-export const routers = (deps: AppDeps): Router[] => [addressCommands(deps), addressQueries(deps)];
+export const routers = (deps: AppDeps): Router[] => [
+  addressCommands(deps),
+  addressQueries(deps),
+  userCommands(deps),
+  serviceCommands(deps),
+  userQueries(deps),
+  serviceQueries(deps),
+  reviewQueries(deps),
+  coachProfileQueries(deps),
+];

@@ -1,3 +1,5 @@
+import { catalogueMigrations } from './migrations/catalogue';
+
 /**
  * Read-model schema, in order. A migration is never edited once released; add a new one instead.
  * Statements are separated by a semicolon at the end of a line.
@@ -57,4 +59,5 @@ CREATE INDEX addresses_user ON addresses (user_id, seq DESC);
 CREATE UNIQUE INDEX addresses_one_default ON addresses (user_id) WHERE is_default;
 `,
   },
+  ...catalogueMigrations,
 ];

@@ -1,0 +1,25 @@
+import type { UserEvent } from '../commands/users/events';
+import { assertNever } from '../src/decider';
+import type { Projection } from './runner';
+
+/** Read model `user_profiles`: the latest profile of each user, whole, as the event carries it. */
+export const userProfilesProjection: Projection = {
+  name: 'user_profiles',
+  handles: ['UserProfileUpserted'],
+  async apply(tx, recorded) {
+    const event = { type: recorded.type, data: recorded.data } as UserEvent;
+    switch (event.type) {
+      case 'UserProfileUpserted': {
+        const { userId, profile, upsertedAt } = event.data;
+        await tx.query(
+          `INSERT INTO user_profiles (id, type, profile, updated_at) VALUES ($1, $2, $3::jsonb, $4)
+           ON CONFLICT (id) DO UPDATE SET type = EXCLUDED.type, profile = EXCLUDED.profile, updated_at = EXCLUDED.updated_at`,
+          [userId, profile.type, JSON.stringify(profile), upsertedAt],
+        );
+        return;
+      }
+      default:
+        assertNever(event.type);
+    }
+  },
+};

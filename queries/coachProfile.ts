@@ -1,0 +1,115 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import type { Queryable } from '../src/db/database';
+import type { AppDeps } from '../src/deps';
+import { notFound } from '../src/http/errors';
+import { Uuid, decode } from '../src/http/validation';
+import { optionalPrincipal } from './caller';
+import { coachRating } from './reviews';
+import { coachServices, type ServiceOut } from './services';
+import { findCoach } from './users';
+
+/** The interface document's `PublicCoachProfileOut`. Nullable numbers are null when nothing backs them. */
+export interface PublicCoachProfileOut {
+  firstName: string;
+  lastName: string;
+  phone: string;
+  whatsapp: string;
+  gender: string;
+  description: string;
+  languages: Record<string, true>;
+  avatarUrl: string;
+  mediaType: string;
+  mediaUrl: string;
+  mediaPreviewUrl: string;
+  rating: number | null;
+  serviceTypes: string[];
+  services: ServiceOut[];
+  images: unknown[];
+  videos: unknown[];
+  certificates: unknown[];
+  distance: number | null;
+  experience: number;
+  price: number | null;
+  minPrice: number | null;
+  maxPrice: number | null;
+  priceCurrency: string | null;
+  sessionCount: number;
+  verified: boolean;
+}
+
+const EARTH_RADIUS_KM = 6371.0088;
+const rad = (deg: number) => (deg * Math.PI) / 180;
+
+/** Great-circle (haversine) distance in km. */
+export function greatCircleKm(a: { lat: number; lng: number }, b: { lat: number; lng: number }): number {
+  const h =
+    Math.sin(rad(b.lat - a.lat) / 2) ** 2 + Math.cos(rad(a.lat)) * Math.cos(rad(b.lat)) * Math.sin(rad(b.lng - a.lng) / 2) ** 2;
+  return 2 * EARTH_RADIUS_KM * Math.asin(Math.min(1, Math.sqrt(h)));
+}
+
+async function defaultAddress(db: Queryable, userId: string): Promise<{ lat: number; lng: number } | null> {
+  const res = await db.query<{ lat: number; lng: number }>(
+    'SELECT lat, lng FROM addresses WHERE user_id = $1 AND is_default',
+    [userId],
+  );
+  return res.rows[0] ?? null;
+}
+
+async function sessionCount(db: Queryable, coachId: string): Promise<number> {
+  const res = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM completed_sessions WHERE coach_id = $1', [
+    coachId,
+  ]);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+export function coachProfileQueries(deps: AppDeps): Router {
+  const router = new Router();
+  // 13. Public coach profile; a token is optional and only serves `distance`.
+  router.get('/api/v1/coach/:coach_id/profile', async (ctx) => {
+    const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
+    const caller = optionalPrincipal(ctx);
+    const coach = await findCoach(deps.db, coachId);
+    if (!coach) throw notFound('coach_not_found', 'no such coach');
+    const [services, rating, count, coachPlace, callerPlace] = await Promise.all([
+      coachServices(deps.db, coachId, false),
+      coachRating(deps.db, coachId),
+      sessionCount(deps.db, coachId),
+      defaultAddress(deps.db, coachId),
+      caller ? defaultAddress(deps.db, caller.userId) : Promise.resolve(null),
+    ]);
+    const cheapest = services.reduce<ServiceOut | null>((m, s) => (!m || s.price < m.price ? s : m), null);
+    const prices = services.map((s) => s.price);
+    const body: PublicCoachProfileOut = {
+      firstName: coach.firstName,
+      lastName: coach.lastName,
+      phone: coach.phone,
+      whatsapp: coach.whatsapp,
+      gender: coach.gender,
+      description: coach.description,
+      // The interface document wants an object: each language code the coach speaks maps to true.
+      languages: Object.fromEntries(coach.languages.map((l) => [l, true as const])),
+      avatarUrl: coach.avatarUrl,
+      mediaType: coach.mediaType,
+      mediaUrl: coach.mediaUrl,
+      mediaPreviewUrl: coach.mediaPreviewUrl,
+      rating,
+      serviceTypes: [...new Set(services.flatMap((s) => s.serviceTypes))].sort(),
+      services,
+      images: [], // no image upload exists yet
+      videos: [], // preview videos arrive with the storage issue; they will be listed here
+      certificates: [], // no certificate upload exists yet
+      distance:
+        coachPlace && callerPlace ? Math.round(greatCircleKm(callerPlace, coachPlace) * 100) / 100 : null,
+      experience: coach.experience,
+      price: cheapest?.price ?? null,
+      minPrice: prices.length ? Math.min(...prices) : null,
+      maxPrice: prices.length ? Math.max(...prices) : null,
+      priceCurrency: cheapest?.priceCurrency ?? null,
+      sessionCount: count,
+      verified: coach.verified,
+    };
+    ctx.body = body;
+  });
+  return router;
+}

@@ -1,0 +1,53 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import type { Queryable } from '../src/db/database';
+import type { AppDeps } from '../src/deps';
+import { notFound } from '../src/http/errors';
+import { Uuid, decode, paging } from '../src/http/validation';
+import { isCoach } from './users';
+
+/** A review as listed (its fields are not in the interface document; this is our shape). */
+export interface ReviewOut {
+  id: string;
+  sessionId: string;
+  serviceId: string;
+  clientId: string;
+  /** The client's "firstName lastName" from their profile, '' when there is none. */
+  clientName: string;
+  rating: number;
+  comment: string;
+  createdAt: string;
+}
+
+/** Average rating of a coach rounded to 2 decimals, or null while nobody has reviewed it. */
+export async function coachRating(db: Queryable, coachId: string): Promise<number | null> {
+  const res = await db.query<{ avg: string | null }>('SELECT avg(rating)::text AS avg FROM reviews WHERE coach_id = $1', [
+    coachId,
+  ]);
+  const avg = res.rows[0]?.avg;
+  return avg == null ? null : Math.round(Number(avg) * 100) / 100;
+}
+
+export async function listReviews(db: Queryable, coachId: string, limit: number, offset: number): Promise<ReviewOut[]> {
+  const res = await db.query<Omit<ReviewOut, 'createdAt'> & { createdAt: Date | string }>(
+    `SELECT r.id, r.session_id AS "sessionId", r.service_id AS "serviceId", r.client_id AS "clientId",
+            trim(coalesce(p.profile->>'firstName', '') || ' ' || coalesce(p.profile->>'lastName', '')) AS "clientName",
+            r.rating, r.comment, r.created_at AS "createdAt"
+       FROM reviews r LEFT JOIN user_profiles p ON p.id = r.client_id
+      WHERE r.coach_id = $1 ORDER BY r.created_at DESC, r.id LIMIT $2 OFFSET $3`,
+    [coachId, limit, offset],
+  );
+  return res.rows.map((r) => ({ ...r, createdAt: new Date(r.createdAt).toISOString() }));
+}
+
+export function reviewQueries(deps: AppDeps): Router {
+  const router = new Router();
+  // 9. Reviews of a coach, newest first (the path names a coach id although it sits under /service).
+  router.get('/api/v1/service/:coach_id/reviews', async (ctx) => {
+    const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
+    const { limit, offset } = paging(ctx.query);
+    if (!(await isCoach(deps.db, coachId))) throw notFound('coach_not_found', 'no such coach');
+    ctx.body = await listReviews(deps.db, coachId, limit, offset);
+  });
+  return router;
+}

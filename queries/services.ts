@@ -1,0 +1,87 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import type { ServiceFields, ServiceStatus } from '../commands/services/events';
+import type { Queryable } from '../src/db/database';
+import type { AppDeps } from '../src/deps';
+import type { Principal } from '../src/http/auth';
+import { notFound } from '../src/http/errors';
+import { Uuid, decode } from '../src/http/validation';
+import { optionalPrincipal } from './caller';
+import { isCoach } from './users';
+
+/** The interface document's `Service`, plus minimumNoticeHours and bookingWindowDays. */
+export interface ServiceOut extends ServiceFields {
+  id: string;
+  status: ServiceStatus;
+}
+
+export const toServiceOut = (s: ServiceFields & { id: string; status: ServiceStatus }): ServiceOut => ({
+  id: s.id,
+  name: s.name,
+  description: s.description,
+  promo: s.promo,
+  price: s.price,
+  priceCurrency: s.priceCurrency,
+  serviceOtherType: s.serviceOtherType,
+  sessionMinutesDuration: s.sessionMinutesDuration,
+  sessionCancellationHours: s.sessionCancellationHours,
+  status: s.status,
+  serviceTypes: s.serviceTypes,
+  numberOfSessions: s.numberOfSessions,
+  expiresInDays: s.expiresInDays,
+  groupSession: s.groupSession,
+  maxGroupSize: s.maxGroupSize,
+  slots: s.slots,
+  minimumNoticeHours: s.minimumNoticeHours,
+  bookingWindowDays: s.bookingWindowDays,
+});
+
+interface ServiceRow {
+  id: string;
+  coach_id: string;
+  status: ServiceStatus;
+  fields: ServiceFields;
+}
+const rowToOut = (r: ServiceRow) => toServiceOut({ ...r.fields, id: r.id, status: r.status });
+
+/** Services in review or rejected are seen only by their coach and by admins. */
+const canSeeUnapproved = (caller: Principal | null, coachId: string) =>
+  !!caller && (caller.userId === coachId || caller.roles.includes('admin'));
+
+export async function findService(db: Queryable, serviceId: string): Promise<(ServiceOut & { coachId: string }) | null> {
+  const res = await db.query<ServiceRow>('SELECT id, coach_id, status, fields FROM services WHERE id = $1', [serviceId]);
+  const row = res.rows[0];
+  return row ? { ...rowToOut(row), coachId: row.coach_id } : null;
+}
+
+/** A coach's services, newest first; only approved ones unless `all`. */
+export async function coachServices(db: Queryable, coachId: string, all: boolean): Promise<ServiceOut[]> {
+  const res = await db.query<ServiceRow>(
+    `SELECT id, coach_id, status, fields FROM services WHERE coach_id = $1 ${all ? '' : "AND status = 'approved'"}
+     ORDER BY created_at DESC, id`,
+    [coachId],
+  );
+  return res.rows.map(rowToOut);
+}
+
+export function serviceQueries(deps: AppDeps): Router {
+  const router = new Router();
+  // 7. One service.
+  router.get('/api/v1/service/:service_id', async (ctx) => {
+    const serviceId = decode(t.type({ service_id: Uuid }), ctx.params, 'path').service_id.toLowerCase();
+    const caller = optionalPrincipal(ctx);
+    const found = await findService(deps.db, serviceId);
+    if (!found || (found.status !== 'approved' && !canSeeUnapproved(caller, found.coachId)))
+      throw notFound('service_not_found', 'no such service');
+    const { coachId: _owner, ...service } = found;
+    ctx.body = service;
+  });
+  // 10. A coach's services.
+  router.get('/api/v1/coach/:coach_id/services', async (ctx) => {
+    const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
+    const caller = optionalPrincipal(ctx);
+    if (!(await isCoach(deps.db, coachId))) throw notFound('coach_not_found', 'no such coach');
+    ctx.body = await coachServices(deps.db, coachId, canSeeUnapproved(caller, coachId));
+  });
+  return router;
+}
