@@ -44,7 +44,8 @@ const rad = (deg: number) => (deg * Math.PI) / 180;
 /** Great-circle (haversine) distance in km. */
 export function greatCircleKm(a: { lat: number; lng: number }, b: { lat: number; lng: number }): number {
   const h =
-    Math.sin(rad(b.lat - a.lat) / 2) ** 2 + Math.cos(rad(a.lat)) * Math.cos(rad(b.lat)) * Math.sin(rad(b.lng - a.lng) / 2) ** 2;
+    Math.sin(rad(b.lat - a.lat) / 2) ** 2 +
+    Math.cos(rad(a.lat)) * Math.cos(rad(b.lat)) * Math.sin(rad(b.lng - a.lng) / 2) ** 2;
   return 2 * EARTH_RADIUS_KM * Math.asin(Math.min(1, Math.sqrt(h)));
 }
 
@@ -57,9 +58,10 @@ async function defaultAddress(db: Queryable, userId: string): Promise<{ lat: num
 }
 
 async function sessionCount(db: Queryable, coachId: string): Promise<number> {
-  const res = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM completed_sessions WHERE coach_id = $1', [
-    coachId,
-  ]);
+  const res = await db.query<{ n: string }>(
+    'SELECT count(*)::text AS n FROM completed_sessions WHERE coach_id = $1',
+    [coachId],
+  );
   return Number(res.rows[0]?.n ?? 0);
 }
 

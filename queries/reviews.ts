@@ -21,14 +21,20 @@ export interface ReviewOut {
 
 /** Average rating of a coach rounded to 2 decimals, or null while nobody has reviewed it. */
 export async function coachRating(db: Queryable, coachId: string): Promise<number | null> {
-  const res = await db.query<{ avg: string | null }>('SELECT avg(rating)::text AS avg FROM reviews WHERE coach_id = $1', [
-    coachId,
-  ]);
+  const res = await db.query<{ avg: string | null }>(
+    'SELECT avg(rating)::text AS avg FROM reviews WHERE coach_id = $1',
+    [coachId],
+  );
   const avg = res.rows[0]?.avg;
   return avg == null ? null : Math.round(Number(avg) * 100) / 100;
 }
 
-export async function listReviews(db: Queryable, coachId: string, limit: number, offset: number): Promise<ReviewOut[]> {
+export async function listReviews(
+  db: Queryable,
+  coachId: string,
+  limit: number,
+  offset: number,
+): Promise<ReviewOut[]> {
   const res = await db.query<Omit<ReviewOut, 'createdAt'> & { createdAt: Date | string }>(
     `SELECT r.id, r.session_id AS "sessionId", r.service_id AS "serviceId", r.client_id AS "clientId",
             trim(coalesce(p.profile->>'firstName', '') || ' ' || coalesce(p.profile->>'lastName', '')) AS "clientName",

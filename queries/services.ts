@@ -48,8 +48,13 @@ const rowToOut = (r: ServiceRow) => toServiceOut({ ...r.fields, id: r.id, status
 const canSeeUnapproved = (caller: Principal | null, coachId: string) =>
   !!caller && (caller.userId === coachId || caller.roles.includes('admin'));
 
-export async function findService(db: Queryable, serviceId: string): Promise<(ServiceOut & { coachId: string }) | null> {
-  const res = await db.query<ServiceRow>('SELECT id, coach_id, status, fields FROM services WHERE id = $1', [serviceId]);
+export async function findService(
+  db: Queryable,
+  serviceId: string,
+): Promise<(ServiceOut & { coachId: string }) | null> {
+  const res = await db.query<ServiceRow>('SELECT id, coach_id, status, fields FROM services WHERE id = $1', [
+    serviceId,
+  ]);
   const row = res.rows[0];
   return row ? { ...rowToOut(row), coachId: row.coach_id } : null;
 }

@@ -71,7 +71,9 @@ export const toUserOut = (id: string, p: UserProfile, rating: number | null): Us
 });
 
 export async function findProfile(db: Queryable, userId: string): Promise<UserProfile | null> {
-  const res = await db.query<{ profile: UserProfile }>('SELECT profile FROM user_profiles WHERE id = $1', [userId]);
+  const res = await db.query<{ profile: UserProfile }>('SELECT profile FROM user_profiles WHERE id = $1', [
+    userId,
+  ]);
   return res.rows[0]?.profile ?? null;
 }
 
@@ -84,7 +86,8 @@ export async function findCoach(db: Queryable, userId: string): Promise<UserProf
 export const isCoach = async (db: Queryable, userId: string) => (await findCoach(db, userId)) !== null;
 
 const hasBooked = async (db: Queryable, coachId: string, clientId: string) =>
-  (await db.query('SELECT 1 FROM coach_clients WHERE coach_id = $1 AND client_id = $2', [coachId, clientId])).rows.length > 0;
+  (await db.query('SELECT 1 FROM coach_clients WHERE coach_id = $1 AND client_id = $2', [coachId, clientId]))
+    .rows.length > 0;
 
 export function userQueries(deps: AppDeps): Router {
   const router = new Router();
@@ -93,10 +96,15 @@ export function userQueries(deps: AppDeps): Router {
     const clientId = decode(t.type({ client_id: Uuid }), ctx.params, 'path').client_id.toLowerCase();
     const caller = currentPrincipal(ctx);
     const allowed =
-      caller.roles.includes('admin') || (caller.roles.includes('coach') && (await hasBooked(deps.db, caller.userId, clientId)));
+      caller.roles.includes('admin') ||
+      (caller.roles.includes('coach') && (await hasBooked(deps.db, caller.userId, clientId)));
     const profile = allowed ? await findProfile(deps.db, clientId) : null;
     if (!profile) throw notFound('user_not_found', 'no such client among your clients');
-    ctx.body = toUserOut(clientId, profile, profile.type === 'coach' ? await coachRating(deps.db, clientId) : null);
+    ctx.body = toUserOut(
+      clientId,
+      profile,
+      profile.type === 'coach' ? await coachRating(deps.db, clientId) : null,
+    );
   });
   return router;
 }

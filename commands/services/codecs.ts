@@ -1,7 +1,12 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../../src/http/validation';
 
-const Currency = refine(t.string, (s) => /^[A-Z]{3}$/.test(s), 'currency', 'Input should be a 3-letter upper-case currency code');
+const Currency = refine(
+  t.string,
+  (s) => /^[A-Z]{3}$/.test(s),
+  'currency',
+  'Input should be a 3-letter upper-case currency code',
+);
 
 /** Every editable Service field with its rule; which are required differs between create and edit. */
 const required = {

@@ -8,7 +8,13 @@ export interface ServiceState {
 
 export type ServiceCommand =
   | { type: 'CreateService'; serviceId: string; coachId: string; fields: ServiceFields; now: string }
-  | { type: 'UpdateService'; serviceId: string; coachId: string; changes: Partial<ServiceFields>; now: string }
+  | {
+      type: 'UpdateService';
+      serviceId: string;
+      coachId: string;
+      changes: Partial<ServiceFields>;
+      now: string;
+    }
   | { type: 'ApproveService'; serviceId: string; now: string }
   | { type: 'RejectService'; serviceId: string; reason: string; now: string };
 
@@ -30,19 +36,27 @@ function decideUpdate(
   // Another coach's service answers as if it did not exist, so ids cannot be probed.
   if (s.coachId !== command.coachId) return left(notFound);
   const changes = Object.fromEntries(
-    Object.entries(command.changes).filter(([k, v]) => v !== undefined && !same(s[k as keyof ServiceFields], v)),
+    Object.entries(command.changes).filter(
+      ([k, v]) => v !== undefined && !same(s[k as keyof ServiceFields], v),
+    ),
   ) as Partial<ServiceFields>;
   if (Object.keys(changes).length === 0) return right([]);
   const err = groupRule({ ...s, ...changes });
   if (err) return left(err);
   const events: ServiceEvent[] = [
-    { type: 'ServiceUpdated', data: { serviceId: s.id, coachId: s.coachId, changes, updatedAt: command.now } },
+    {
+      type: 'ServiceUpdated',
+      data: { serviceId: s.id, coachId: s.coachId, changes, updatedAt: command.now },
+    },
   ];
   // An approved service stays approved when edited (price, duration or anything else): bookings already
   // made keep the terms they were made on, and the admin can still reject later. A rejected one that is
   // edited is resubmitted for review.
   if (s.status === 'rejected')
-    events.push({ type: 'ServiceResubmitted', data: { serviceId: s.id, coachId: s.coachId, at: command.now } });
+    events.push({
+      type: 'ServiceResubmitted',
+      data: { serviceId: s.id, coachId: s.coachId, at: command.now },
+    });
   return right(events);
 }
 
@@ -95,8 +109,13 @@ export const service: Decider<ServiceCommand, ServiceEvent, ServiceState> = {
         if (!s) return left(notFound);
         if (s.status === 'approved') return right([]); // approving twice is a no-op, so retries are safe
         if (s.status === 'rejected')
-          return left({ code: 'invalid_transition', message: 'a rejected service must be edited by its coach first' });
-        return right([{ type: 'ServiceApproved', data: { serviceId: s.id, coachId: s.coachId, at: command.now } }]);
+          return left({
+            code: 'invalid_transition',
+            message: 'a rejected service must be edited by its coach first',
+          });
+        return right([
+          { type: 'ServiceApproved', data: { serviceId: s.id, coachId: s.coachId, at: command.now } },
+        ]);
       case 'RejectService':
         if (!s) return left(notFound);
         if (s.status === 'rejected') return right([]);

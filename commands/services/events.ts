@@ -34,14 +34,21 @@ export type ServiceUpdated = DomainEvent<
   'ServiceUpdated',
   { serviceId: string; coachId: string; changes: Partial<ServiceFields>; updatedAt: string }
 >;
-export type ServiceApproved = DomainEvent<'ServiceApproved', { serviceId: string; coachId: string; at: string }>;
+export type ServiceApproved = DomainEvent<
+  'ServiceApproved',
+  { serviceId: string; coachId: string; at: string }
+>;
 export type ServiceRejected = DomainEvent<
   'ServiceRejected',
   { serviceId: string; coachId: string; reason: string; at: string }
 >;
 /** A rejected service the coach edited goes back to review (status rejected -> review). */
-export type ServiceResubmitted = DomainEvent<'ServiceResubmitted', { serviceId: string; coachId: string; at: string }>;
+export type ServiceResubmitted = DomainEvent<
+  'ServiceResubmitted',
+  { serviceId: string; coachId: string; at: string }
+>;
 
-export type ServiceEvent = ServiceCreated | ServiceUpdated | ServiceApproved | ServiceRejected | ServiceResubmitted;
+export type ServiceEvent =
+  ServiceCreated | ServiceUpdated | ServiceApproved | ServiceRejected | ServiceResubmitted;
 
 export const serviceStream = (serviceId: string) => `service-${serviceId}`;

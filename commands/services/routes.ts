@@ -21,10 +21,13 @@ export function serviceCommands(deps: AppDeps): Router {
   router.post('/api/v1/coach/services', requireRole('coach'), idempotent(deps.db), async (ctx) => {
     const body = decode(CreateServiceBody, ctx.request.body, 'body');
     if (body.groupSession && body.maxGroupSize === undefined)
-      throw new ValidationError([{ loc: ['body', 'maxGroupSize'], msg: 'Field required for a group session', type: 'missing' }]);
+      throw new ValidationError([
+        { loc: ['body', 'maxGroupSize'], msg: 'Field required for a group session', type: 'missing' },
+      ]);
     const { userId } = currentPrincipal(ctx);
     // The decider cannot read other streams; the users read model says whether the caller is a coach.
-    if (!(await isCoach(deps.db, userId))) throw notFound('coach_not_found', 'the caller has no coach profile');
+    if (!(await isCoach(deps.db, userId)))
+      throw notFound('coach_not_found', 'the caller has no coach profile');
     const fields: ServiceFields = {
       description: '',
       promo: false,
@@ -66,26 +69,41 @@ export function serviceCommands(deps: AppDeps): Router {
     ctx.body = answer(state);
   });
 
-  router.post('/api/v1/admin/services/:service_id/approve', requireRole('admin'), idempotent(deps.db), async (ctx) => {
-    const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
-    const { state } = await runCommand(deps, ctx, serviceStream(serviceId), service, { type: 'ApproveService', serviceId, now: now() }, [
-      'services',
-    ]);
-    ctx.body = answer(state);
-  });
+  router.post(
+    '/api/v1/admin/services/:service_id/approve',
+    requireRole('admin'),
+    idempotent(deps.db),
+    async (ctx) => {
+      const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
+      const { state } = await runCommand(
+        deps,
+        ctx,
+        serviceStream(serviceId),
+        service,
+        { type: 'ApproveService', serviceId, now: now() },
+        ['services'],
+      );
+      ctx.body = answer(state);
+    },
+  );
 
-  router.post('/api/v1/admin/services/:service_id/reject', requireRole('admin'), idempotent(deps.db), async (ctx) => {
-    const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
-    const { reason } = decode(RejectServiceBody, ctx.request.body ?? {}, 'body');
-    const { state } = await runCommand(
-      deps,
-      ctx,
-      serviceStream(serviceId),
-      service,
-      { type: 'RejectService', serviceId, reason: reason ?? '', now: now() },
-      ['services'],
-    );
-    ctx.body = answer(state);
-  });
+  router.post(
+    '/api/v1/admin/services/:service_id/reject',
+    requireRole('admin'),
+    idempotent(deps.db),
+    async (ctx) => {
+      const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
+      const { reason } = decode(RejectServiceBody, ctx.request.body ?? {}, 'body');
+      const { state } = await runCommand(
+        deps,
+        ctx,
+        serviceStream(serviceId),
+        service,
+        { type: 'RejectService', serviceId, reason: reason ?? '', now: now() },
+        ['services'],
+      );
+      ctx.body = answer(state);
+    },
+  );
   return router;
 }

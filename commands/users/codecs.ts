@@ -12,7 +12,12 @@ export const isIanaZone = (zone: string): boolean => {
     return false;
   }
 };
-export const IanaTimezone = refine(t.string, isIanaZone, 'timezone', 'Input should be a valid IANA time zone name');
+export const IanaTimezone = refine(
+  t.string,
+  isIanaZone,
+  'timezone',
+  'Input should be a valid IANA time zone name',
+);
 
 /** YYYY-MM-DD that is a real calendar day. */
 export const isCalendarDate = (s: string): boolean => {
@@ -20,10 +25,25 @@ export const isCalendarDate = (s: string): boolean => {
   const d = new Date(`${s}T00:00:00Z`);
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
 };
-const BirthDate = refine(t.string, isCalendarDate, 'date', 'Input should be a valid date in the format YYYY-MM-DD');
+const BirthDate = refine(
+  t.string,
+  isCalendarDate,
+  'date',
+  'Input should be a valid date in the format YYYY-MM-DD',
+);
 
-const Email = refine(t.string, (s) => s.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s), 'email', 'Input should be a valid e-mail address');
-const Phone = refine(t.string, (s) => s === '' || /^\+?[0-9 ()-]{4,30}$/.test(s), 'phone', 'Input should be a phone number');
+const Email = refine(
+  t.string,
+  (s) => s.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s),
+  'email',
+  'Input should be a valid e-mail address',
+);
+const Phone = refine(
+  t.string,
+  (s) => s === '' || /^\+?[0-9 ()-]{4,30}$/.test(s),
+  'phone',
+  'Input should be a phone number',
+);
 
 /**
  * PUT /api/v1/users/{user_id} body: the editable fields of User / UserProfileOut, all optional (only

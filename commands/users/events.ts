@@ -36,7 +36,13 @@ export interface UserProfile {
  */
 export type UserProfileUpserted = DomainEvent<
   'UserProfileUpserted',
-  { userId: string; profile: UserProfile; changed: (keyof UserProfile)[]; created: boolean; upsertedAt: string }
+  {
+    userId: string;
+    profile: UserProfile;
+    changed: (keyof UserProfile)[];
+    created: boolean;
+    upsertedAt: string;
+  }
 >;
 
 export type UserEvent = UserProfileUpserted;

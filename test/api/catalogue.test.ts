@@ -31,7 +31,13 @@ async function newCoach(extra: Record<string, unknown> = {}) {
 }
 async function newClient(extra: Record<string, unknown> = {}) {
   const id = randomUUID();
-  const res = await putUser(id, { firstName: 'Cli', lastName: 'Ent', email: `u${id.slice(0, 8)}@example.com`, type: 'client', ...extra });
+  const res = await putUser(id, {
+    firstName: 'Cli',
+    lastName: 'Ent',
+    email: `u${id.slice(0, 8)}@example.com`,
+    type: 'client',
+    ...extra,
+  });
   expect(res.status).toBe(200);
   return { id, token: t.token(id, ['client']) };
 }
@@ -44,7 +50,10 @@ const serviceBody = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 async function newService(coach: { token: string }, over: Record<string, unknown> = {}, approve = true) {
-  const res = await t.request('POST', '/api/v1/coach/services', { token: coach.token, body: serviceBody(over) });
+  const res = await t.request('POST', '/api/v1/coach/services', {
+    token: coach.token,
+    body: serviceBody(over),
+  });
   expect(res.status).toBe(200);
   if (approve) {
     const ok = await t.request('POST', `/api/v1/admin/services/${res.body.id}/approve`, { token: admin() });
@@ -54,16 +63,32 @@ async function newService(coach: { token: string }, over: Record<string, unknown
 }
 /** Appends an event as the booking side would, and waits until every read model has it. */
 async function appendAndWait(stream: string, type: string, data: Record<string, unknown>) {
-  const { position } = await t.system.deps.store.append(stream, [{ type, data }], { expectedRevision: 'any' });
+  const { position } = await t.system.deps.store.append(stream, [{ type, data }], {
+    expectedRevision: 'any',
+  });
   expect(await t.system.runner.waitFor(position, 3000)).toBe(true);
 }
 
 describe('PUT /api/v1/users/{user_id}', () => {
   it('creates then changes a profile, answering the stored profile', async () => {
     const id = randomUUID();
-    const created = await putUser(id, { firstName: 'A', lastName: 'B', email: 'a@b.co', type: 'client', timezone: 'Europe/Lisbon', birthDate: '1990-05-01' });
+    const created = await putUser(id, {
+      firstName: 'A',
+      lastName: 'B',
+      email: 'a@b.co',
+      type: 'client',
+      timezone: 'Europe/Lisbon',
+      birthDate: '1990-05-01',
+    });
     expect(created.status).toBe(200);
-    expect(created.body).toMatchObject({ id, firstName: 'A', timezone: 'Europe/Lisbon', birthDate: '1990-05-01', languages: [], type: 'client' });
+    expect(created.body).toMatchObject({
+      id,
+      firstName: 'A',
+      timezone: 'Europe/Lisbon',
+      birthDate: '1990-05-01',
+      languages: [],
+      type: 'client',
+    });
     const changed = await putUser(id, { phone: '+351 912 345 678' });
     expect(changed.body).toMatchObject({ id, firstName: 'A', phone: '+351 912 345 678' });
   });
@@ -71,16 +96,26 @@ describe('PUT /api/v1/users/{user_id}', () => {
   it('needs the service or admin role', async () => {
     const id = randomUUID();
     expect((await t.request('PUT', `/api/v1/users/${id}`, { body: {} })).status).toBe(401);
-    const res = await t.request('PUT', `/api/v1/users/${id}`, { token: t.token(id, ['coach']), body: { firstName: 'x' } });
+    const res = await t.request('PUT', `/api/v1/users/${id}`, {
+      token: t.token(id, ['coach']),
+      body: { firstName: 'x' },
+    });
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
   });
 
   it('validates the time zone, date, type and unknown fields (422 detail)', async () => {
-    const res = await putUser(randomUUID(), { timezone: 'Mars/Base', birthDate: '2001-02-29', type: 'guest', shoeSize: 42 });
+    const res = await putUser(randomUUID(), {
+      timezone: 'Mars/Base',
+      birthDate: '2001-02-29',
+      type: 'guest',
+      shoeSize: 42,
+    });
     expect(res.status).toBe(422);
     const locs = res.body.detail.map((d: { loc: unknown[] }) => d.loc.join('.'));
-    expect(locs).toEqual(expect.arrayContaining(['body.timezone', 'body.birthDate', 'body.type', 'body.shoeSize']));
+    expect(locs).toEqual(
+      expect.arrayContaining(['body.timezone', 'body.birthDate', 'body.type', 'body.shoeSize']),
+    );
   });
 
   it('refuses a new profile without its basics', async () => {
@@ -99,7 +134,10 @@ describe('PUT /api/v1/users/{user_id}', () => {
 describe('services: create, edit, approve, reject, read', () => {
   it('creates a service in review with defaults, visible only to its coach and admins until approved', async () => {
     const coach = await newCoach();
-    const res = await t.request('POST', '/api/v1/coach/services', { token: coach.token, body: serviceBody() });
+    const res = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: serviceBody(),
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -122,44 +160,65 @@ describe('services: create, edit, approve, reject, read', () => {
       bookingWindowDays: 60,
     });
     const id = res.body.id;
-    expect((await t.request('GET', `/api/v1/service/${id}`, { token: coach.token })).body.status).toBe('review');
+    expect((await t.request('GET', `/api/v1/service/${id}`, { token: coach.token })).body.status).toBe(
+      'review',
+    );
     expect((await t.request('GET', `/api/v1/service/${id}`, { token: admin() })).status).toBe(200);
     const stranger = await t.request('GET', `/api/v1/service/${id}`);
     expect(stranger.status).toBe(404);
     expect(stranger.body).toEqual({ error: 'service_not_found', message: expect.any(String), code: 404 });
     expect((await t.request('GET', `/api/v1/coach/${coach.id}/services`)).body).toEqual([]);
-    expect((await t.request('GET', `/api/v1/coach/${coach.id}/services`, { token: coach.token })).body).toHaveLength(1);
+    expect(
+      (await t.request('GET', `/api/v1/coach/${coach.id}/services`, { token: coach.token })).body,
+    ).toHaveLength(1);
 
     const approved = await t.request('POST', `/api/v1/admin/services/${id}/approve`, { token: admin() });
     expect(approved.body.status).toBe('approved');
     expect((await t.request('GET', `/api/v1/service/${id}`)).body).toMatchObject({ id, status: 'approved' });
-    expect((await t.request('GET', `/api/v1/coach/${coach.id}/services`)).body.map((s: { id: string }) => s.id)).toEqual([id]);
+    expect(
+      (await t.request('GET', `/api/v1/coach/${coach.id}/services`)).body.map((s: { id: string }) => s.id),
+    ).toEqual([id]);
   });
 
   it('lets only the owner edit; an approved service stays approved', async () => {
     const coach = await newCoach();
     const other = await newCoach();
     const id = await newService(coach);
-    const edited = await t.request('PUT', `/api/v1/coach/services/${id}`, { token: coach.token, body: { price: 55, sessionMinutesDuration: 90 } });
+    const edited = await t.request('PUT', `/api/v1/coach/services/${id}`, {
+      token: coach.token,
+      body: { price: 55, sessionMinutesDuration: 90 },
+    });
     expect(edited.status).toBe(200);
     expect(edited.body).toMatchObject({ price: 55, sessionMinutesDuration: 90, status: 'approved' });
     expect((await t.request('GET', `/api/v1/service/${id}`)).body.price).toBe(55);
-    const foreign = await t.request('PUT', `/api/v1/coach/services/${id}`, { token: other.token, body: { price: 1 } });
+    const foreign = await t.request('PUT', `/api/v1/coach/services/${id}`, {
+      token: other.token,
+      body: { price: 1 },
+    });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error).toBe('service_not_found');
-    const unknown = await t.request('PUT', `/api/v1/coach/services/${randomUUID()}`, { token: coach.token, body: { price: 1 } });
+    const unknown = await t.request('PUT', `/api/v1/coach/services/${randomUUID()}`, {
+      token: coach.token,
+      body: { price: 1 },
+    });
     expect(unknown.status).toBe(404);
   });
 
   it('rejects, refuses approval of a rejected service (409), and resubmits it on edit', async () => {
     const coach = await newCoach();
     const id = await newService(coach, {}, false);
-    const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, { token: admin(), body: { reason: 'too vague' } });
+    const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
+      token: admin(),
+      body: { reason: 'too vague' },
+    });
     expect(rejected.body.status).toBe('rejected');
     const again = await t.request('POST', `/api/v1/admin/services/${id}/approve`, { token: admin() });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ error: 'invalid_transition', code: 409 });
-    const edited = await t.request('PUT', `/api/v1/coach/services/${id}`, { token: coach.token, body: { description: 'clear now' } });
+    const edited = await t.request('PUT', `/api/v1/coach/services/${id}`, {
+      token: coach.token,
+      body: { description: 'clear now' },
+    });
     expect(edited.body.status).toBe('review');
   });
 
@@ -167,18 +226,45 @@ describe('services: create, edit, approve, reject, read', () => {
     const coach = await newCoach();
     const res = await t.request('POST', '/api/v1/coach/services', {
       token: coach.token,
-      body: { name: '', price: -1, priceCurrency: 'eur', sessionMinutesDuration: 3, sessionCancellationHours: 721, numberOfSessions: 0, expiresInDays: 4000, maxGroupSize: 501, serviceTypes: [1], status: 'approved' },
+      body: {
+        name: '',
+        price: -1,
+        priceCurrency: 'eur',
+        sessionMinutesDuration: 3,
+        sessionCancellationHours: 721,
+        numberOfSessions: 0,
+        expiresInDays: 4000,
+        maxGroupSize: 501,
+        serviceTypes: [1],
+        status: 'approved',
+      },
     });
     expect(res.status).toBe(422);
     const locs = res.body.detail.map((d: { loc: unknown[] }) => d.loc.join('.'));
     expect(locs).toEqual(
-      expect.arrayContaining(['body.name', 'body.price', 'body.priceCurrency', 'body.sessionMinutesDuration', 'body.sessionCancellationHours',
-        'body.numberOfSessions', 'body.expiresInDays', 'body.maxGroupSize', 'body.serviceTypes.0', 'body.status']),
+      expect.arrayContaining([
+        'body.name',
+        'body.price',
+        'body.priceCurrency',
+        'body.sessionMinutesDuration',
+        'body.sessionCancellationHours',
+        'body.numberOfSessions',
+        'body.expiresInDays',
+        'body.maxGroupSize',
+        'body.serviceTypes.0',
+        'body.status',
+      ]),
     );
-    const oneToOne = await t.request('POST', '/api/v1/coach/services', { token: coach.token, body: serviceBody({ maxGroupSize: 4 }) });
+    const oneToOne = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: serviceBody({ maxGroupSize: 4 }),
+    });
     expect(oneToOne.status).toBe(422);
     expect(oneToOne.body.error).toBe('validation');
-    const group = await t.request('POST', '/api/v1/coach/services', { token: coach.token, body: serviceBody({ groupSession: true }) });
+    const group = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: serviceBody({ groupSession: true }),
+    });
     expect(group.status).toBe(422);
     expect(group.body.detail[0].loc).toEqual(['body', 'maxGroupSize']);
   });
@@ -186,14 +272,24 @@ describe('services: create, edit, approve, reject, read', () => {
   it('guards roles and coach existence', async () => {
     expect((await t.request('POST', '/api/v1/coach/services', { body: serviceBody() })).status).toBe(401);
     const client = await newClient();
-    expect((await t.request('POST', '/api/v1/coach/services', { token: client.token, body: serviceBody() })).status).toBe(403);
-    const ghost = await t.request('POST', '/api/v1/coach/services', { token: t.token(randomUUID(), ['coach']), body: serviceBody() });
+    expect(
+      (await t.request('POST', '/api/v1/coach/services', { token: client.token, body: serviceBody() }))
+        .status,
+    ).toBe(403);
+    const ghost = await t.request('POST', '/api/v1/coach/services', {
+      token: t.token(randomUUID(), ['coach']),
+      body: serviceBody(),
+    });
     expect(ghost.status).toBe(404);
     expect(ghost.body.error).toBe('coach_not_found');
     const coach = await newCoach();
     const id = await newService(coach, {}, false);
-    expect((await t.request('POST', `/api/v1/admin/services/${id}/approve`, { token: coach.token })).status).toBe(403);
-    expect((await t.request('POST', `/api/v1/admin/services/${randomUUID()}/approve`, { token: admin() })).status).toBe(404);
+    expect(
+      (await t.request('POST', `/api/v1/admin/services/${id}/approve`, { token: coach.token })).status,
+    ).toBe(403);
+    expect(
+      (await t.request('POST', `/api/v1/admin/services/${randomUUID()}/approve`, { token: admin() })).status,
+    ).toBe(404);
     const notCoach = await t.request('GET', `/api/v1/coach/${client.id}/services`);
     expect(notCoach.body).toEqual({ error: 'coach_not_found', message: expect.any(String), code: 404 });
     expect((await t.request('GET', '/api/v1/service/not-a-uuid')).status).toBe(422);
@@ -204,7 +300,10 @@ describe('GET /api/v1/coach/client/{client_id}', () => {
   it('answers the User shape only to a coach the client has booked, and to admins', async () => {
     const coach = await newCoach();
     const other = await newCoach();
-    const client = await newClient({ languages: ['en', 'fr'], mediaUrl: 'https://cdn.example/m/clip.mp4?x=1' });
+    const client = await newClient({
+      languages: ['en', 'fr'],
+      mediaUrl: 'https://cdn.example/m/clip.mp4?x=1',
+    });
     const serviceId = await newService(coach);
     const path = `/api/v1/coach/client/${client.id}`;
 
@@ -213,7 +312,12 @@ describe('GET /api/v1/coach/client/{client_id}', () => {
     expect(before.body).toEqual({ error: 'user_not_found', message: expect.any(String), code: 404 });
 
     const groupId = randomUUID();
-    await appendAndWait(`booking-${groupId}`, 'SessionsBooked', { groupId, coachId: coach.id, clientId: client.id, serviceId });
+    await appendAndWait(`booking-${groupId}`, 'SessionsBooked', {
+      groupId,
+      coachId: coach.id,
+      clientId: client.id,
+      serviceId,
+    });
     const res = await t.request('GET', path, { token: coach.token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -259,15 +363,27 @@ describe('reviews and the public coach profile', () => {
     for (const [i, rating] of [4, 5, 2].entries()) {
       const sessionId = randomUUID();
       await appendAndWait(`session-${sessionId}`, 'SessionReviewed', {
-        sessionId, coachId: coach.id, clientId: client.id, serviceId, rating, comment: `c${i}`, reviewedAt: `2030-01-0${i + 1}T10:00:00.000Z`,
+        sessionId,
+        coachId: coach.id,
+        clientId: client.id,
+        serviceId,
+        rating,
+        comment: `c${i}`,
+        reviewedAt: `2030-01-0${i + 1}T10:00:00.000Z`,
       });
     }
     const all = await t.request('GET', `/api/v1/service/${coach.id}/reviews`);
     expect(all.status).toBe(200);
     expect(all.body.map((r: { rating: number }) => r.rating)).toEqual([2, 5, 4]);
     expect(all.body[0]).toEqual({
-      id: expect.any(String), sessionId: expect.any(String), serviceId, clientId: client.id, clientName: 'Cli Ent',
-      rating: 2, comment: 'c2', createdAt: '2030-01-03T10:00:00.000Z',
+      id: expect.any(String),
+      sessionId: expect.any(String),
+      serviceId,
+      clientId: client.id,
+      clientName: 'Cli Ent',
+      rating: 2,
+      comment: 'c2',
+      createdAt: '2030-01-03T10:00:00.000Z',
     });
     const page = await t.request('GET', `/api/v1/service/${coach.id}/reviews?limit=1&offset=1`);
     expect(page.body.map((r: { comment: string }) => r.comment)).toEqual(['c1']);
@@ -285,35 +401,86 @@ describe('reviews and the public coach profile', () => {
     await newService(coach, { price: 5, serviceTypes: ['hidden'] }, false); // in review: not public
     const client = await newClient();
     const sessionId = randomUUID();
-    const completed = { sessionId, coachId: coach.id, clientId: client.id, completedAt: '2030-02-01T10:00:00.000Z' };
+    const completed = {
+      sessionId,
+      coachId: coach.id,
+      clientId: client.id,
+      completedAt: '2030-02-01T10:00:00.000Z',
+    };
     await appendAndWait(`session-${sessionId}`, 'SessionCompleted', completed);
     await appendAndWait(`session-${sessionId}`, 'SessionCompleted', completed); // a repeat counts once
-    await appendAndWait(`session-${randomUUID()}`, 'SessionCompleted', { ...completed, sessionId: randomUUID() });
+    await appendAndWait(`session-${randomUUID()}`, 'SessionCompleted', {
+      ...completed,
+      sessionId: randomUUID(),
+    });
 
     const res = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(
-      ['firstName', 'lastName', 'phone', 'whatsapp', 'gender', 'description', 'languages', 'avatarUrl', 'mediaType', 'mediaUrl',
-        'mediaPreviewUrl', 'rating', 'serviceTypes', 'services', 'images', 'videos', 'certificates', 'distance', 'experience', 'price',
-        'minPrice', 'maxPrice', 'priceCurrency', 'sessionCount', 'verified'].sort(),
+      [
+        'firstName',
+        'lastName',
+        'phone',
+        'whatsapp',
+        'gender',
+        'description',
+        'languages',
+        'avatarUrl',
+        'mediaType',
+        'mediaUrl',
+        'mediaPreviewUrl',
+        'rating',
+        'serviceTypes',
+        'services',
+        'images',
+        'videos',
+        'certificates',
+        'distance',
+        'experience',
+        'price',
+        'minPrice',
+        'maxPrice',
+        'priceCurrency',
+        'sessionCount',
+        'verified',
+      ].sort(),
     );
     expect(res.body).toMatchObject({
-      firstName: 'Coach', whatsapp: '+351 910 000 001', gender: 'female', languages: { en: true, pt: true },
-      rating: null, serviceTypes: ['padel', 'tennis', 'yoga'], images: [], videos: [], certificates: [], distance: null,
-      experience: 7, price: 25, minPrice: 25, maxPrice: 90, priceCurrency: 'EUR', sessionCount: 2, verified: true,
+      firstName: 'Coach',
+      whatsapp: '+351 910 000 001',
+      gender: 'female',
+      languages: { en: true, pt: true },
+      rating: null,
+      serviceTypes: ['padel', 'tennis', 'yoga'],
+      images: [],
+      videos: [],
+      certificates: [],
+      distance: null,
+      experience: 7,
+      price: 25,
+      minPrice: 25,
+      maxPrice: 90,
+      priceCurrency: 'EUR',
+      sessionCount: 2,
+      verified: true,
     });
     expect(res.body.services.map((s: { id: string }) => s.id)).toContain(cheap);
     expect(res.body.services).toHaveLength(2);
     const unknown = await t.request('GET', `/api/v1/coach/${randomUUID()}/profile`);
     expect(unknown.body).toEqual({ error: 'coach_not_found', message: expect.any(String), code: 404 });
-    expect((await t.request('GET', `/api/v1/coach/${coach.id}/profile`, { token: 'garbage' })).status).toBe(401);
+    expect((await t.request('GET', `/api/v1/coach/${coach.id}/profile`, { token: 'garbage' })).status).toBe(
+      401,
+    );
   });
 
   it('gives the great-circle distance between the default addresses of caller and coach', async () => {
     const coach = await newCoach();
     const client = await newClient();
     const addr = (token: string, lat: number, lng: number) =>
-      t.request('POST', '/api/v1/nav/addreses', { token, body: { lat, lng, name: 'home', address: 'somewhere' } });
+      t.request('POST', '/api/v1/nav/addreses', {
+        token,
+        body: { lat, lng, name: 'home', address: 'somewhere' },
+      });
     expect((await addr(client.token, 38.7223, -9.1393)).status).toBe(200); // Lisbon
     const path = `/api/v1/coach/${coach.id}/profile`;
     expect((await t.request('GET', path, { token: client.token })).body.distance).toBeNull(); // coach has no address yet

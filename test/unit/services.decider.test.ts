@@ -30,9 +30,13 @@ const created: ServiceEvent = {
   data: { serviceId, coachId, ...fields, status: 'review', createdAt: now },
 };
 const approved: ServiceEvent = { type: 'ServiceApproved', data: { serviceId, coachId, at: now } };
-const rejected: ServiceEvent = { type: 'ServiceRejected', data: { serviceId, coachId, reason: 'vague', at: now } };
+const rejected: ServiceEvent = {
+  type: 'ServiceRejected',
+  data: { serviceId, coachId, reason: 'vague', at: now },
+};
 
-const when = (history: ServiceEvent[], command: ServiceCommand) => service.decide(command, fold(service, history));
+const when = (history: ServiceEvent[], command: ServiceCommand) =>
+  service.decide(command, fold(service, history));
 const update = (changes: Partial<ServiceFields>, by = coachId): ServiceCommand => ({
   type: 'UpdateService',
   serviceId,
@@ -52,12 +56,16 @@ describe('service decider', () => {
   });
 
   it('refuses a second creation with the same id', () => {
-    expect(errorOf(when([created], { type: 'CreateService', serviceId, coachId, fields, now }))).toBe('conflict');
+    expect(errorOf(when([created], { type: 'CreateService', serviceId, coachId, fields, now }))).toBe(
+      'conflict',
+    );
   });
 
   it('refuses a one-to-one service with more than one seat, on create and on edit', () => {
     const bad = { ...fields, maxGroupSize: 3 };
-    expect(errorOf(when([], { type: 'CreateService', serviceId, coachId, fields: bad, now }))).toBe('validation');
+    expect(errorOf(when([], { type: 'CreateService', serviceId, coachId, fields: bad, now }))).toBe(
+      'validation',
+    );
     expect(errorOf(when([created], update({ maxGroupSize: 3 })))).toBe('validation');
     expect(eventsOf(when([created], update({ groupSession: true, maxGroupSize: 3 })))).toHaveLength(1);
   });

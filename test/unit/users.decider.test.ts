@@ -6,7 +6,12 @@ import { isCalendarDate, isIanaZone } from '../../commands/users/codecs';
 
 const userId = '11111111-1111-4111-8111-111111111111';
 const now = '2030-01-01T10:00:00.000Z';
-const upsert = (fields: Partial<UserProfile>): UserCommand => ({ type: 'UpsertUserProfile', userId, fields, now });
+const upsert = (fields: Partial<UserProfile>): UserCommand => ({
+  type: 'UpsertUserProfile',
+  userId,
+  fields,
+  now,
+});
 const given = (events: UserEvent[]) => fold(userProfile, events);
 const basics = { firstName: 'Ana', lastName: 'Lima', email: 'ana@example.com', type: 'coach' as const };
 const created: UserEvent = {
@@ -32,7 +37,10 @@ describe('user profile decider', () => {
 
   it('refuses to create a profile without names, e-mail and type', () => {
     const out = userProfile.decide(upsert({ firstName: 'Ana' }), given([]));
-    expect(isLeft(out) && out.left).toEqual({ code: 'validation', message: 'a new profile needs lastName, email, type' });
+    expect(isLeft(out) && out.left).toEqual({
+      code: 'validation',
+      message: 'a new profile needs lastName, email, type',
+    });
   });
 
   it('changes only the fields sent and names them', () => {
@@ -49,7 +57,10 @@ describe('user profile decider', () => {
   });
 
   it('evolves to the latest profile', () => {
-    const later: UserEvent = { ...created, data: { ...created.data, profile: { ...created.data.profile, type: 'client' } } };
+    const later: UserEvent = {
+      ...created,
+      data: { ...created.data, profile: { ...created.data.profile, type: 'client' } },
+    };
     expect(given([created, later]).profile?.type).toBe('client');
   });
 
