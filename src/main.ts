@@ -1,8 +1,11 @@
+import fs from 'node:fs';
 import { loadConfig, DEV_JWT_SECRET } from './config';
 import { createSystem } from './system';
 import { log } from './log';
 
 async function main() {
+  // A .env file next to package.json is read when present (Node's own loader, no dependency).
+  if (fs.existsSync('.env')) process.loadEnvFile('.env');
   const config = loadConfig();
   if (config.jwt.usingDevSecret) {
     log.warn(
