@@ -1,0 +1,154 @@
+import { left, right } from 'fp-ts/Either';
+import { assertNever, type Decider } from '../../src/decider';
+import type { PaymentEvent, PaymentStatus } from './events';
+import { canMove, UNPAID_STATUSES } from './transitions';
+
+/** Everything the write side knows of one payment. */
+export interface PaymentRecord {
+  id: string;
+  groupId: string;
+  status: PaymentStatus;
+  price: number;
+  currency: string;
+  methodId: number;
+  method: string;
+  coachId: string;
+  clientId: string;
+  serviceId: string;
+  expiresAt: string;
+  createdAt: string;
+  clientSecret?: string;
+  checkout?: Record<string, unknown>;
+}
+
+export interface PaymentState {
+  payment: PaymentRecord | null;
+  /** Every status the payment has been in, to tell a late provider event from a wrong one. */
+  visited: PaymentStatus[];
+  /** Provider event ids already applied: a redelivery changes nothing. */
+  seenProviderEventIds: string[];
+}
+
+/** A status push from the payment provider integration (endpoints 15 and 17). */
+export interface UpdatePayment {
+  type: 'UpdatePayment';
+  paymentId: string;
+  to: PaymentStatus;
+  clientSecret?: string;
+  checkout?: Record<string, unknown>;
+  providerEventId?: string;
+  now: string;
+}
+/** Endpoint 16. */
+export interface CancelPayment {
+  type: 'CancelPayment';
+  paymentId: string;
+  now: string;
+}
+/** The expiry sweeper: cancels an unpaid payment once `now` has reached its `expiresAt`. */
+export interface ExpirePayment {
+  type: 'ExpirePayment';
+  paymentId: string;
+  now: string;
+}
+export type PaymentCommand = UpdatePayment | CancelPayment | ExpirePayment;
+
+const notFound = { code: 'payment_not_found', message: 'no payment with this id' };
+const invalid = (from: PaymentStatus, to: PaymentStatus) => ({
+  code: 'invalid_transition',
+  message: `a payment cannot move from ${from} to ${to}`,
+});
+
+const moved = (
+  p: PaymentRecord,
+  to: PaymentStatus,
+  at: string,
+  reason: string,
+  extra: Pick<UpdatePayment, 'providerEventId' | 'clientSecret' | 'checkout'> = {},
+): PaymentEvent => ({
+  type: 'PaymentStatusChanged',
+  data: { paymentId: p.id, groupId: p.groupId, from: p.status, to, at, reason, ...extra },
+});
+
+export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState> = {
+  initialState: () => ({ payment: null, visited: [], seenProviderEventIds: [] }),
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'PaymentCreated': {
+        const d = event.data;
+        return {
+          ...state,
+          payment: {
+            id: d.paymentId,
+            groupId: d.groupId,
+            status: d.status,
+            price: d.price,
+            currency: d.currency,
+            methodId: d.methodId,
+            method: d.method,
+            coachId: d.coachId,
+            clientId: d.clientId,
+            serviceId: d.serviceId,
+            expiresAt: d.expiresAt,
+            createdAt: d.createdAt,
+          },
+          visited: [d.status],
+        };
+      }
+      case 'PaymentStatusChanged': {
+        const d = event.data;
+        if (!state.payment) return state;
+        return {
+          payment: {
+            ...state.payment,
+            status: d.to,
+            ...(d.clientSecret !== undefined ? { clientSecret: d.clientSecret } : {}),
+            ...(d.checkout !== undefined ? { checkout: d.checkout } : {}),
+          },
+          visited: state.visited.includes(d.to) ? state.visited : [...state.visited, d.to],
+          seenProviderEventIds: d.providerEventId
+            ? [...state.seenProviderEventIds, d.providerEventId]
+            : state.seenProviderEventIds,
+        };
+      }
+      default:
+        return assertNever(event);
+    }
+  },
+
+  decide(command, state) {
+    const p = state.payment;
+    if (!p) return left(notFound);
+    switch (command.type) {
+      case 'UpdatePayment': {
+        const { to, providerEventId, clientSecret, checkout, now } = command;
+        if (providerEventId !== undefined) {
+          // Redelivery of an event already applied.
+          if (state.seenProviderEventIds.includes(providerEventId)) return right([]);
+          // Late and out of order: the payment has been in `to` before and moved on (e.g. 'checkout'
+          // arriving after 'received'). Applying it would move money backwards, so it is ignored.
+          if (!canMove(p.status, to) && state.visited.includes(to)) return right([]);
+        }
+        if (!canMove(p.status, to)) return left(invalid(p.status, to));
+        return right([
+          moved(p, to, now, 'provider', {
+            ...(providerEventId !== undefined ? { providerEventId } : {}),
+            ...(clientSecret !== undefined ? { clientSecret } : {}),
+            ...(checkout !== undefined ? { checkout } : {}),
+          }),
+        ]);
+      }
+      case 'CancelPayment':
+        if (!canMove(p.status, 'canceled')) return left(invalid(p.status, 'canceled'));
+        return right([moved(p, 'canceled', command.now, 'canceled_by_service')]);
+      case 'ExpirePayment':
+        // Received (or already closed) in the meantime, or not due yet: nothing to do.
+        if (!UNPAID_STATUSES.includes(p.status)) return right([]);
+        if (Date.parse(command.now) < Date.parse(p.expiresAt)) return right([]);
+        return right([moved(p, 'canceled', command.now, 'expired')]);
+      default:
+        return assertNever(command);
+    }
+  },
+};

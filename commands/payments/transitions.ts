@@ -1,0 +1,23 @@
+import type { PaymentStatus } from './events';
+
+/** DESIGN section 7: the only moves a payment makes. Anything else is `invalid_transition`. */
+export const PAYMENT_TRANSITIONS: Record<PaymentStatus, readonly PaymentStatus[]> = {
+  awaiting: ['checkout', 'canceled', 'deleted'],
+  checkout: ['received', 'review', 'failed', 'canceled'],
+  review: ['received', 'failed', 'canceled'],
+  failed: ['checkout', 'canceled', 'deleted'],
+  received: ['delivered', 'refund'],
+  refund: ['canceled', 'received'],
+  delivered: ['refund', 'deleted'],
+  canceled: ['deleted'],
+  deleted: [],
+};
+
+export const canMove = (from: PaymentStatus, to: PaymentStatus): boolean =>
+  PAYMENT_TRANSITIONS[from].includes(to);
+
+/** Not received yet: these expire at `expiresAt` (each of them may move to canceled). */
+export const UNPAID_STATUSES: readonly PaymentStatus[] = ['awaiting', 'checkout', 'review', 'failed'];
+
+/** Endpoint 17 applies a user's update to the newest payment whose status is not one of these. */
+export const CLOSED_STATUSES: readonly PaymentStatus[] = ['canceled', 'deleted', 'delivered'];
