@@ -1,5 +1,8 @@
 import { addressesProjection } from './addresses';
 import type { Projection } from './runner';
+import { paymentsProjection } from './payments';
+import { paymentHistoryProjection } from './paymentHistory';
+import { paymentExpiryProjection } from './paymentExpiry';
 import { userProfilesProjection } from './userProfiles';
 import { servicesProjection } from './services';
 import { coachClientsProjection } from './coachClients';
@@ -14,4 +17,7 @@ export const allProjections = (): Projection[] => [
   coachClientsProjection,
   reviewsProjection,
   completedSessionsProjection,
+  paymentsProjection,
+  paymentHistoryProjection,
+  paymentExpiryProjection,
 ];

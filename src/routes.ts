@@ -7,6 +7,9 @@ import { userQueries } from '../queries/users';
 import { serviceQueries } from '../queries/services';
 import { reviewQueries } from '../queries/reviews';
 import { coachProfileQueries } from '../queries/coachProfile';
+import { paymentCommands } from '../commands/payments/routes';
+import { paymentQueries } from '../queries/payments';
+import { paymentAuditQueries } from '../queries/paymentAudit';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
@@ -19,4 +22,7 @@ export const routers = (deps: AppDeps): Router[] => [
   serviceQueries(deps),
   reviewQueries(deps),
   coachProfileQueries(deps),
+  paymentCommands(deps),
+  paymentQueries(deps),
+  paymentAuditQueries(deps),
 ];

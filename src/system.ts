@@ -14,11 +14,14 @@ import type { AppDeps } from './deps';
 import { createLogger, type Logger } from './log';
 import { createProjectionRunner, type ProjectionRunner } from '../projections/runner';
 import { allProjections } from '../projections';
+import { createPaymentExpirySweeper } from './paymentExpirySweeper';
 
 export interface System {
   deps: AppDeps;
   app: Koa;
   runner: ProjectionRunner;
+  /** Cancels the unpaid payments due at the clock's now (the sweeper also runs this every few seconds). */
+  sweepExpiredPayments(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -64,11 +67,15 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     clock: overrides.clock ?? (() => new Date()),
     newId: overrides.newId ?? randomUUID,
   };
+  const expirySweeper = createPaymentExpirySweeper(deps);
+  expirySweeper.start();
   return {
     deps,
     app: createApp(deps),
     runner,
+    sweepExpiredPayments: () => expirySweeper.sweep(),
     async close() {
+      await expirySweeper.stop();
       await runner.stop();
       if (!overrides.store) await store.close();
       if (!overrides.db) await db.close();

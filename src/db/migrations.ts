@@ -1,4 +1,5 @@
 import { catalogueMigrations } from './migrations/catalogue';
+import { paymentMigrations } from './migrations/payments';
 
 /**
  * Read-model schema, in order. A migration is never edited once released; add a new one instead.
@@ -60,4 +61,5 @@ CREATE UNIQUE INDEX addresses_one_default ON addresses (user_id) WHERE is_defaul
 `,
   },
   ...catalogueMigrations,
+  ...paymentMigrations,
 ];

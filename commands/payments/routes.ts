@@ -1,0 +1,81 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AppDeps } from '../../src/deps';
+import { requireRole } from '../../src/http/auth';
+import { runCommand } from '../../src/http/command';
+import { idempotent } from '../../src/http/idempotency';
+import { decode } from '../../src/http/validation';
+import { newestOpenPaymentOf, paymentNotFound, toPaymentOut } from '../../queries/payments';
+import { PaymentIdPath, PaymentUpdateBody, UserIdPath } from './codecs';
+import { paymentDecider, type PaymentCommand } from './decider';
+import { paymentStream } from './events';
+
+/** The read models a payment command changes: a later GET (or endpoint 17) sees the write. */
+const PAYMENT_READ_MODELS = ['payments', 'payment_history', 'payment_expiry'];
+
+export function paymentCommands(deps: AppDeps): Router {
+  const router = new Router();
+  const service = requireRole('service');
+
+  const run = async (ctx: Context, paymentId: string, command: PaymentCommand) => {
+    const { state } = await runCommand(
+      deps,
+      ctx,
+      paymentStream(paymentId),
+      paymentDecider,
+      command,
+      PAYMENT_READ_MODELS,
+    );
+    // A duplicate or stale provider event decides nothing; the answer is then the unchanged payment.
+    if (!state.payment) throw paymentNotFound();
+    return toPaymentOut(state.payment);
+  };
+
+  const update = (ctx: Context, paymentId: string, body: PaymentUpdateBody) =>
+    run(ctx, paymentId, {
+      type: 'UpdatePayment',
+      paymentId,
+      to: body.status,
+      ...(body.clientSecret !== undefined ? { clientSecret: body.clientSecret } : {}),
+      ...(body.checkout !== undefined ? { checkout: body.checkout } : {}),
+      ...(body.providerEventId !== undefined ? { providerEventId: body.providerEventId } : {}),
+      now: deps.clock().toISOString(),
+    });
+
+  // 15. The payment provider integration pushes a status.
+  router.post(
+    '/api/v1/payment/private/payment/:payment_id/update',
+    service,
+    idempotent(deps.db),
+    async (ctx) => {
+      const paymentId = decode(PaymentIdPath, ctx.params, 'path').payment_id.toLowerCase();
+      const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
+      ctx.body = await update(ctx, paymentId, body);
+    },
+  );
+
+  // 16. Cancel: moves the payment to canceled; the booking side frees its sessions' slots.
+  router.post(
+    '/api/v1/payment/private/payment/:payment_id/cancel',
+    service,
+    idempotent(deps.db),
+    async (ctx) => {
+      const paymentId = decode(PaymentIdPath, ctx.params, 'path').payment_id.toLowerCase();
+      ctx.body = await run(ctx, paymentId, {
+        type: 'CancelPayment',
+        paymentId,
+        now: deps.clock().toISOString(),
+      });
+    },
+  );
+
+  // 17. The same update, applied to the user's newest open payment (as its client).
+  router.post('/api/v1/payment/private/user/:user_id/update', service, idempotent(deps.db), async (ctx) => {
+    const userId = decode(UserIdPath, ctx.params, 'path').user_id.toLowerCase();
+    const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
+    const paymentId = await newestOpenPaymentOf(deps.db, userId);
+    if (!paymentId) throw paymentNotFound();
+    ctx.body = await update(ctx, paymentId, body);
+  });
+  return router;
+}

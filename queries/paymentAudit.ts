@@ -1,0 +1,69 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import { PaymentIdPath } from '../commands/payments/codecs';
+import { paymentDecider } from '../commands/payments/decider';
+import { paymentStream, type PaymentEvent } from '../commands/payments/events';
+import type { AppDeps } from '../src/deps';
+import type { RecordedEvent } from '../src/eventstore/types';
+import { requireRole } from '../src/http/auth';
+import { decode, refine } from '../src/http/validation';
+import { paymentNotFound, toPaymentOut } from './payments';
+
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+const IsoInstant = refine(
+  t.string,
+  (s) => ISO_INSTANT.test(s) && !Number.isNaN(Date.parse(s)),
+  'iso_instant',
+  'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',
+);
+const AuditQuery = t.partial({ at: IsoInstant });
+
+/** When the event happened in the domain (the clock of the command that decided it). */
+const domainTime = (e: RecordedEvent): number => {
+  const d = e.data as { at?: string; createdAt?: string };
+  return Date.parse(d.at ?? d.createdAt ?? e.createdAt.toISOString());
+};
+
+export function paymentAuditQueries(deps: AppDeps): Router {
+  const router = new Router();
+  // Auditor replay: the raw stream, and the payment folded from the events that had happened by `at`.
+  router.get('/api/v1/audit/payments/:payment_id/events', requireRole('admin', 'auditor'), async (ctx) => {
+    const id = decode(PaymentIdPath, ctx.params, 'path').payment_id.toLowerCase();
+    const { at } = decode(AuditQuery, ctx.query, 'query');
+    const { events } = await deps.store.readStream(paymentStream(id));
+    if (!events.length) throw paymentNotFound();
+    const until = at ? Date.parse(at) : Infinity;
+    const upTo = events.filter((e) => domainTime(e) <= until);
+    const state = upTo
+      .map((e) => ({ type: e.type, data: e.data }) as PaymentEvent)
+      .reduce(paymentDecider.evolve, paymentDecider.initialState());
+    const last = upTo[upTo.length - 1];
+    ctx.body = {
+      paymentId: id,
+      at: at ? new Date(until).toISOString() : null,
+      events: events.map((e) => ({
+        type: e.type,
+        data: e.data,
+        metadata: e.metadata,
+        createdAt: e.createdAt.toISOString(),
+        revision: Number(e.revision),
+      })),
+      stateAt:
+        state.payment && last
+          ? {
+              id: state.payment.id,
+              groupId: state.payment.groupId,
+              ...toPaymentOut(state.payment),
+              revision: Number(last.revision),
+              lastChange: {
+                type: last.type,
+                at: new Date(domainTime(last)).toISOString(),
+                reason: (last.data as { reason?: string }).reason ?? null,
+                actor: last.metadata.actor ?? null,
+              },
+            }
+          : null,
+    };
+  });
+  return router;
+}

@@ -1,0 +1,91 @@
+import { handleCommand } from './commandHandler';
+import type { Database } from './db/database';
+import type { EventMetadata, EventStore } from './eventstore/types';
+import type { Logger } from './log';
+import { paymentDecider } from '../commands/payments/decider';
+import { paymentStream } from '../commands/payments/events';
+
+/** Who expires payments: recorded as the actor of every expiry. */
+export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
+
+export interface PaymentExpirySweeper {
+  /** Expires every unpaid payment due at the clock's now; resolves to how many were canceled. */
+  sweep(): Promise<number>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Cancels unpaid payments whose `expiresAt` has passed. The deadlines live in the `payment_expiry_due`
+ * read model, not in timers, so a restart loses nothing: the sweeper runs at start and then every
+ * `intervalMs`. Each expiry goes through the decider, which does nothing to a payment received meanwhile.
+ */
+export function createPaymentExpirySweeper(
+  deps: { db: Database; store: EventStore; clock: () => Date; log: Logger },
+  intervalMs = 5000,
+  batchSize = 100,
+): PaymentExpirySweeper {
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<number> | null = null;
+  let stopped = false;
+
+  const sweepOnce = async (): Promise<number> => {
+    const now = deps.clock().toISOString();
+    const due = await deps.db.query<{ id: string }>(
+      `SELECT payment_id AS id FROM payment_expiry_due WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      [now, batchSize],
+    );
+    let expired = 0;
+    for (const { id } of due.rows) {
+      const metadata: EventMetadata = { actor: SYSTEM_ACTOR, correlationId: `expiry-${id}` };
+      try {
+        const outcome = await handleCommand(
+          deps.store,
+          paymentStream(id),
+          paymentDecider,
+          { type: 'ExpirePayment', paymentId: id, now },
+          metadata,
+        );
+        if (outcome.ok && outcome.events.length) expired++;
+      } catch (err) {
+        // One payment's trouble must not hold back the others; it is retried on the next sweep.
+        deps.log.error('payment expiry failed', { paymentId: id, error: String(err) });
+      }
+    }
+    return expired;
+  };
+
+  // Sweeps never overlap: a caller arriving during one waits for it and then sweeps again.
+  const sweep = async (): Promise<number> => {
+    while (running) await running.catch(() => 0);
+    running = sweepOnce();
+    try {
+      return await running;
+    } finally {
+      running = null;
+    }
+  };
+
+  const tick = () => {
+    if (stopped) return;
+    sweep()
+      .catch((err: unknown) => deps.log.error('payment expiry sweep failed', { error: String(err) }))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, intervalMs);
+      });
+  };
+
+  return {
+    sweep,
+    start() {
+      stopped = false;
+      tick();
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await running?.catch(() => 0);
+    },
+  };
+}

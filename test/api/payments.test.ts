@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto';
+import { paymentStream } from '../../commands/payments/events';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+const T0 = Date.parse('2026-03-03T13:00:00.000Z');
+const HOUR = 3600_000;
+
+describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
+  let t: TestSystem;
+  let now = new Date(T0);
+  let service: string;
+  beforeAll(async () => {
+    t = await startTestSystem({ clock: () => now });
+    service = t.token(randomUUID(), ['service']);
+  });
+  afterAll(() => t.close());
+
+  /** What the booking side writes when a client books: a payment in `awaiting`. */
+  async function createPayment(opts: { clientId?: string; coachId?: string; expiresInMs?: number } = {}) {
+    const p = {
+      paymentId: randomUUID(),
+      groupId: randomUUID(),
+      status: 'awaiting' as const,
+      price: 49.5,
+      currency: 'EUR',
+      methodId: 2,
+      method: 'card',
+      coachId: opts.coachId ?? randomUUID(),
+      clientId: opts.clientId ?? randomUUID(),
+      serviceId: randomUUID(),
+      expiresAt: new Date(now.getTime() + (opts.expiresInMs ?? HOUR)).toISOString(),
+      createdAt: now.toISOString(),
+    };
+    const res = await t.system.deps.store.append(paymentStream(p.paymentId), [
+      { type: 'PaymentCreated', data: p, metadata: { actor: { userId: p.clientId, role: 'client' } } },
+    ]);
+    expect(await t.system.runner.waitFor(res.position, 3000)).toBe(true);
+    return p;
+  }
+  const payment = (p: Awaited<ReturnType<typeof createPayment>>, status: string, extra = {}) => ({
+    status,
+    price: 49.5,
+    currency: 'EUR',
+    methodId: 2,
+    coachId: p.coachId,
+    clientId: p.clientId,
+    serviceId: p.serviceId,
+    ...extra,
+  });
+  const update = (id: string, body: unknown, token = service) =>
+    t.request('POST', `/api/v1/payment/private/payment/${id}/update`, { token, body });
+  const streamLength = async (id: string) =>
+    (await t.system.deps.store.readStream(paymentStream(id))).events.length;
+
+  it('drives a payment awaiting -> checkout -> received -> delivered -> refund', async () => {
+    const p = await createPayment();
+    const checkout = { sessionUrl: 'https://pay.example/s/1' };
+    const r1 = await update(p.paymentId, { status: 'checkout', clientSecret: 'cs_1', checkout });
+    expect(r1.status).toBe(200);
+    expect(r1.body).toEqual(payment(p, 'checkout', { clientSecret: 'cs_1', checkout }));
+    for (const status of ['received', 'delivered', 'refund']) {
+      const r = await update(p.paymentId, { status });
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual(payment(p, status, { clientSecret: 'cs_1', checkout }));
+    }
+    const client = t.token(p.clientId, ['client']);
+    const view = await t.request('GET', `/api/v1/payment/${p.paymentId}`, { token: client });
+    expect(view.status).toBe(200);
+    expect(view.body.status).toBe('refund');
+    expect(view.body.history.map((h: { from: string; to: string }) => `${h.from}->${h.to}`)).toEqual([
+      'awaiting->checkout',
+      'checkout->received',
+      'received->delivered',
+      'delivered->refund',
+    ]);
+  });
+
+  it('applies a duplicate provider event once and answers the same Payment', async () => {
+    const p = await createPayment();
+    const body = { status: 'checkout', providerEventId: 'evt_dup_1', clientSecret: 'cs_a' };
+    const first = await update(p.paymentId, body);
+    const second = await update(p.paymentId, body);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(second.body).toEqual(first.body);
+    expect(await streamLength(p.paymentId)).toBe(2);
+  });
+
+  it('ignores a late, out-of-order provider update (checkout after received)', async () => {
+    const p = await createPayment();
+    await update(p.paymentId, { status: 'checkout', providerEventId: 'evt_1' });
+    const received = await update(p.paymentId, { status: 'received', providerEventId: 'evt_3' });
+    const late = await update(p.paymentId, { status: 'checkout', providerEventId: 'evt_2' });
+    expect(late.status).toBe(200);
+    expect(late.body).toEqual(received.body);
+    expect(late.body.status).toBe('received');
+    expect(await streamLength(p.paymentId)).toBe(3);
+  });
+
+  it('answers 409 invalid_transition to an illegal move and records nothing', async () => {
+    const p = await createPayment();
+    const res = await update(p.paymentId, { status: 'delivered' });
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ error: 'invalid_transition', message: expect.any(String), code: 409 });
+    const withEventId = await update(p.paymentId, { status: 'received', providerEventId: 'evt_x' });
+    expect(withEventId.status).toBe(409);
+    expect(await streamLength(p.paymentId)).toBe(1);
+  });
+
+  it('needs the service role: 401 without a token, 403 with a user token', async () => {
+    const p = await createPayment();
+    const paths = [
+      `/api/v1/payment/private/payment/${p.paymentId}/update`,
+      `/api/v1/payment/private/payment/${p.paymentId}/cancel`,
+      `/api/v1/payment/private/user/${p.clientId}/update`,
+    ];
+    for (const path of paths) {
+      const anon = await t.request('POST', path, { body: { status: 'checkout' } });
+      expect(anon.status).toBe(401);
+      expect(anon.body).toEqual({ error: 'unauthorized', message: expect.any(String), code: 401 });
+      const user = await t.request('POST', path, {
+        token: t.token(p.clientId, ['client', 'coach', 'admin']),
+        body: { status: 'checkout' },
+      });
+      expect(user.status).toBe(403);
+      expect(user.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
+    }
+    expect(await streamLength(p.paymentId)).toBe(1);
+  });
+
+  it('answers 404 payment_not_found for an unknown payment', async () => {
+    const id = randomUUID();
+    for (const res of [
+      await update(id, { status: 'checkout' }),
+      await t.request('POST', `/api/v1/payment/private/payment/${id}/cancel`, { token: service }),
+    ])
+      expect(res.body).toEqual({ error: 'payment_not_found', message: expect.any(String), code: 404 });
+  });
+
+  it('answers 422 with field locations for a bad body or path', async () => {
+    const p = await createPayment();
+    const bad = await update(p.paymentId, {
+      status: 'paid',
+      checkout: 'not an object',
+      providerEventId: 'x'.repeat(201),
+      amount: 3,
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual(
+      expect.arrayContaining([
+        ['body', 'status'],
+        ['body', 'checkout'],
+        ['body', 'providerEventId'],
+        ['body', 'amount'],
+      ]),
+    );
+    const missing = await update(p.paymentId, {});
+    expect(missing.body).toEqual({
+      detail: [{ loc: ['body', 'status'], msg: 'Field required', type: 'missing' }],
+    });
+    const badPath = await update('not-a-uuid', { status: 'checkout' });
+    expect(badPath.status).toBe(422);
+    expect(badPath.body.detail[0].loc).toEqual(['path', 'payment_id']);
+  });
+
+  it('cancels for the service (16) with reason canceled_by_service, and refuses a second cancel', async () => {
+    const p = await createPayment();
+    const path = `/api/v1/payment/private/payment/${p.paymentId}/cancel`;
+    const res = await t.request('POST', path, { token: service });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(payment(p, 'canceled'));
+    const again = await t.request('POST', path, { token: service });
+    expect(again.status).toBe(409);
+    const { events } = await t.system.deps.store.readStream(paymentStream(p.paymentId));
+    expect(events[1]?.data).toMatchObject({
+      from: 'awaiting',
+      to: 'canceled',
+      reason: 'canceled_by_service',
+    });
+    expect(events[1]?.metadata.actor).toMatchObject({ role: 'service' });
+  });
+
+  it("applies endpoint 17 to the user's newest open payment, and answers 404 when there is none", async () => {
+    const clientId = randomUUID();
+    const path = `/api/v1/payment/private/user/${clientId}/update`;
+    const none = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
+    expect(none.status).toBe(404);
+    expect(none.body.error).toBe('payment_not_found');
+
+    const older = await createPayment({ clientId });
+    now = new Date(now.getTime() + 1000);
+    const newer = await createPayment({ clientId });
+    const res = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(payment(newer, 'checkout'));
+    expect(await streamLength(older.paymentId)).toBe(1);
+
+    // Once the newer one is closed, the older open one is the target.
+    await t.request('POST', `/api/v1/payment/private/payment/${newer.paymentId}/cancel`, { token: service });
+    const next = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
+    expect(next.body).toEqual(payment(older, 'checkout'));
+    await t.request('POST', `/api/v1/payment/private/payment/${older.paymentId}/cancel`, { token: service });
+    const closed = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
+    expect(closed.status).toBe(404);
+  });
+
+  it('shows a payment to its client, its coach, admins and auditors, and 404 to anyone else', async () => {
+    const p = await createPayment();
+    await update(p.paymentId, { status: 'checkout' });
+    const path = `/api/v1/payment/${p.paymentId}`;
+    const asClient = await t.request('GET', path, { token: t.token(p.clientId, ['client']) });
+    expect(asClient.status).toBe(200);
+    expect(asClient.body).toEqual({
+      id: p.paymentId,
+      groupId: p.groupId,
+      ...payment(p, 'checkout'),
+      expiresAt: p.expiresAt,
+      history: [
+        {
+          from: 'awaiting',
+          to: 'checkout',
+          at: now.toISOString(),
+          reason: 'provider',
+          actor: { userId: expect.any(String), role: 'service' },
+        },
+      ],
+    });
+    for (const token of [
+      t.token(p.coachId, ['coach']),
+      t.token(randomUUID(), ['admin']),
+      t.token(randomUUID(), ['auditor']),
+    ])
+      expect((await t.request('GET', path, { token })).body).toEqual(asClient.body);
+    const stranger = await t.request('GET', path, { token: t.token(randomUUID(), ['client', 'coach']) });
+    expect(stranger.status).toBe(404);
+    expect(stranger.body).toEqual({ error: 'payment_not_found', message: expect.any(String), code: 404 });
+    const unknown = await t.request('GET', `/api/v1/payment/${randomUUID()}`, { token: t.token(p.clientId) });
+    expect(unknown.body).toEqual(stranger.body);
+    expect((await t.request('GET', path)).status).toBe(401);
+  });
+
+  it('replays a payment for an auditor as it stood at a given instant', async () => {
+    now = new Date('2026-03-03T13:30:00.000Z');
+    const p = await createPayment({ expiresInMs: 10 * HOUR });
+    now = new Date('2026-03-03T13:45:00.000Z');
+    await update(p.paymentId, { status: 'checkout', providerEventId: 'evt_a1' });
+    now = new Date('2026-03-03T14:30:00.000Z');
+    await update(p.paymentId, { status: 'received', providerEventId: 'evt_a2' });
+
+    const auditor = t.token(randomUUID(), ['auditor']);
+    const path = `/api/v1/audit/payments/${p.paymentId}/events`;
+    const res = await t.request('GET', `${path}?at=2026-03-03T14:00:00Z`, { token: auditor });
+    expect(res.status).toBe(200);
+    expect(res.body.events.map((e: { type: string; revision: number }) => [e.type, e.revision])).toEqual([
+      ['PaymentCreated', 0],
+      ['PaymentStatusChanged', 1],
+      ['PaymentStatusChanged', 2],
+    ]);
+    expect(res.body.events[1]).toMatchObject({
+      data: { from: 'awaiting', to: 'checkout', providerEventId: 'evt_a1' },
+      metadata: { actor: { role: 'service' } },
+      createdAt: expect.any(String),
+    });
+    expect(res.body.stateAt).toMatchObject({
+      id: p.paymentId,
+      status: 'checkout',
+      revision: 1,
+      lastChange: { at: '2026-03-03T13:45:00.000Z', reason: 'provider', actor: { role: 'service' } },
+    });
+    const before = await t.request('GET', `${path}?at=2026-03-03T13:00:00Z`, { token: auditor });
+    expect(before.body.stateAt).toBeNull();
+    const latest = await t.request('GET', path, { token: t.token(randomUUID(), ['admin']) });
+    expect(latest.body.stateAt.status).toBe('received');
+
+    expect((await t.request('GET', path, { token: t.token(p.clientId) })).status).toBe(403);
+    const badAt = await t.request('GET', `${path}?at=3%20March`, { token: auditor });
+    expect(badAt.status).toBe(422);
+    expect(badAt.body.detail[0].loc).toEqual(['query', 'at']);
+    const unknown = await t.request('GET', `/api/v1/audit/payments/${randomUUID()}/events`, {
+      token: auditor,
+    });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('expires an unpaid payment at its expiresAt (system actor), and leaves a received one alone', async () => {
+    now = new Date('2026-03-04T09:00:00.000Z');
+    const unpaid = await createPayment({ expiresInMs: HOUR });
+    const paid = await createPayment({ expiresInMs: HOUR });
+    await update(paid.paymentId, { status: 'checkout' });
+    await update(paid.paymentId, { status: 'received' });
+
+    now = new Date('2026-03-04T09:59:59.000Z');
+    await t.system.sweepExpiredPayments();
+    expect(await streamLength(unpaid.paymentId)).toBe(1);
+
+    now = new Date('2026-03-04T10:00:00.000Z');
+    // The periodic sweep may have run first at this clock; either way the payment is expired once.
+    await t.system.sweepExpiredPayments();
+    const { events } = await t.system.deps.store.readStream(paymentStream(unpaid.paymentId));
+    expect(events.map((e) => e.data)).toEqual([
+      expect.objectContaining({ status: 'awaiting' }),
+      expect.objectContaining({ from: 'awaiting', to: 'canceled', reason: 'expired', at: now.toISOString() }),
+    ]);
+    expect(events[1]?.metadata.actor).toEqual({
+      userId: '00000000-0000-0000-0000-000000000000',
+      role: 'system',
+    });
+    expect(await streamLength(paid.paymentId)).toBe(3);
+
+    // Sweeping again changes nothing: the expired one left the due list, the received one never expires.
+    await t.system.sweepExpiredPayments();
+    expect(await streamLength(unpaid.paymentId)).toBe(2);
+    expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 3000)).toBe(true);
+    const view = await t.request('GET', `/api/v1/payment/${unpaid.paymentId}`, {
+      token: t.token(unpaid.clientId),
+    });
+    expect(view.body.status).toBe('canceled');
+    expect(view.body.history).toEqual([
+      {
+        from: 'awaiting',
+        to: 'canceled',
+        at: now.toISOString(),
+        reason: 'expired',
+        actor: { userId: '00000000-0000-0000-0000-000000000000', role: 'system' },
+      },
+    ]);
+  });
+});
