@@ -1,5 +1,9 @@
 import { addressesProjection } from './addresses';
 import type { Projection } from './runner';
+import type { EventStore } from '../src/eventstore/types';
+import { calendarProjection } from './calendar';
+import { sessionsProjection } from './sessions';
+import { bookingProcess } from './bookingProcess';
 import { paymentsProjection } from './payments';
 import { paymentHistoryProjection } from './paymentHistory';
 import { paymentExpiryProjection } from './paymentExpiry';
@@ -10,7 +14,7 @@ import { reviewsProjection } from './reviews';
 import { completedSessionsProjection } from './completedSessions';
 
 /** Every read model and process manager the service runs. */
-export const allProjections = (): Projection[] => [
+export const allProjections = (ctx: { store: EventStore; clock: () => Date }): Projection[] => [
   addressesProjection,
   userProfilesProjection,
   servicesProjection,
@@ -20,4 +24,7 @@ export const allProjections = (): Projection[] => [
   paymentsProjection,
   paymentHistoryProjection,
   paymentExpiryProjection,
+  calendarProjection,
+  sessionsProjection,
+  bookingProcess(ctx.store, ctx.clock),
 ];

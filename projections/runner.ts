@@ -3,12 +3,17 @@ import type { EventStore, Position, RecordedEvent, Subscription } from '../src/e
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
 
-/** A read model or process manager: applies one event inside the transaction that moves its checkpoint. */
+/**
+ * A read model (`apply`: runs inside the transaction that moves its checkpoint) or a process manager
+ * (`react`: effects outside any read-model transaction, e.g. appending follow-up events or sending mail;
+ * at-least-once, so every effect must be idempotent, keyed by the causing event).
+ */
 export interface Projection {
   name: string;
   /** Event types it reads; the others only move its checkpoint. */
   handles: readonly string[];
-  apply(tx: Queryable, event: RecordedEvent): Promise<void>;
+  apply?(tx: Queryable, event: RecordedEvent): Promise<void>;
+  react?(event: RecordedEvent): Promise<void>;
 }
 
 export type ProjectionState = 'starting' | 'running' | 'retrying' | 'failed' | 'stopped';
@@ -79,9 +84,11 @@ export function createProjectionRunner(
   };
 
   /** One transaction: the events' effects and the checkpoint commit together or not at all. */
-  const applyBatch = (p: Projection, events: RecordedEvent[]) =>
-    db.transaction(async (tx) => {
-      for (const e of events) if (p.handles.includes(e.type)) await p.apply(tx, e);
+  const applyBatch = async (p: Projection, events: RecordedEvent[]) => {
+    // Reactions run before the checkpoint moves: a crash in between repeats them, never loses them.
+    if (p.react) for (const e of events) if (p.handles.includes(e.type)) await p.react(e);
+    await db.transaction(async (tx) => {
+      if (p.apply) for (const e of events) if (p.handles.includes(e.type)) await p.apply(tx, e);
       const last = events[events.length - 1]!.position;
       await tx.query(
         `INSERT INTO projection_checkpoints (name, commit_position, prepare_position, updated_at)
@@ -91,6 +98,7 @@ export function createProjectionRunner(
         [p.name, last.commit.toString(), last.prepare.toString()],
       );
     });
+  };
 
   /** A failing batch is retried event by event, so a poison event is named and its predecessors land. */
   const handleBatch = async (p: Projection, events: RecordedEvent[]) => {

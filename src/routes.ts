@@ -10,10 +10,18 @@ import { coachProfileQueries } from '../queries/coachProfile';
 import { paymentCommands } from '../commands/payments/routes';
 import { paymentQueries } from '../queries/payments';
 import { paymentAuditQueries } from '../queries/paymentAudit';
+import { calendarCommands } from '../commands/calendar/routes';
+import { bookingCommands } from '../commands/booking/routes';
+import { availabilityQueries } from '../queries/availability';
+import { sessionQueries } from '../queries/sessions';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
 export const routers = (deps: AppDeps): Router[] => [
+  calendarCommands(deps),
+  bookingCommands(deps),
+  availabilityQueries(deps),
+  sessionQueries(deps),
   addressCommands(deps),
   addressQueries(deps),
   userCommands(deps),

@@ -56,7 +56,8 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   const db = overrides.db ?? (await openDatabase(config));
   await migrate(db);
   const store = overrides.store ?? (await openEventStore(config, db));
-  const runner = createProjectionRunner(store, db, allProjections(), log);
+  const clock = overrides.clock ?? (() => new Date());
+  const runner = createProjectionRunner(store, db, allProjections({ store, clock }), log);
   await runner.start();
   const deps: AppDeps = {
     config,
@@ -64,7 +65,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     store,
     runner,
     log,
-    clock: overrides.clock ?? (() => new Date()),
+    clock,
     newId: overrides.newId ?? randomUUID,
   };
   const expirySweeper = createPaymentExpirySweeper(deps);

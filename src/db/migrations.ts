@@ -1,4 +1,5 @@
 import { catalogueMigrations } from './migrations/catalogue';
+import { bookingMigrations } from './migrations/booking';
 import { paymentMigrations } from './migrations/payments';
 
 /**
@@ -61,5 +62,6 @@ CREATE UNIQUE INDEX addresses_one_default ON addresses (user_id) WHERE is_defaul
 `,
   },
   ...catalogueMigrations,
+  ...bookingMigrations,
   ...paymentMigrations,
 ];

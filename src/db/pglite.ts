@@ -22,7 +22,8 @@ export async function createPgliteDatabase(dataDir?: string): Promise<Database> 
   };
   const raw = async <R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> => {
     const res = await db.query<R>(sql, params as unknown[]);
-    return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    // affectedRows counts DML; a SELECT reports 0 there, so its rows count instead.
+    return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
   };
   const listeners = new Map<string, Set<(payload: string) => void>>();
 

@@ -1,0 +1,53 @@
+import * as t from 'io-ts';
+import { boundedString, finiteNumberIn, intIn, refine, strict, Uuid } from '../../src/http/validation';
+
+const LocalDateTime = refine(
+  t.string,
+  (s) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:00(\.0+)?)?$/.test(s) &&
+    !Number.isNaN(Date.parse(s.slice(0, 16) + ':00Z')),
+  'local_datetime',
+  'Input should be a local date-time without zone, e.g. 2026-12-01T10:00:00',
+);
+const LatLng = strict(
+  { lat: finiteNumberIn(-90, 90, 'latitude'), lng: finiteNumberIn(-180, 180, 'longitude') },
+  {},
+  'position',
+);
+
+/** Payment methods and the methodId the Payment record carries for each. */
+export const METHOD_IDS = { card: 1, cash: 2, bank_transfer: 3 } as const;
+const Method = t.keyof(METHOD_IDS, 'method');
+
+/** POST /api/v1/service/{service_id}: the interface document's booking body. */
+export const BookingBody = strict(
+  {
+    slots: refine(
+      t.array(LocalDateTime),
+      (a) => a.length >= 1 && a.length <= 100 && new Set(a.map((s) => s.slice(0, 16))).size === a.length,
+      'slots',
+      'slots should hold 1 to 100 distinct date-times',
+    ),
+  },
+  {
+    addressId: Uuid,
+    position: LatLng,
+    address: boundedString(500),
+    parking: t.union([boundedString(200), t.boolean]),
+    parkingDescription: boundedString(1000),
+    orderDescription: boundedString(2000),
+    method: Method,
+    // Card details belong to the payment provider: accepted for compatibility, never stored or logged.
+    card: t.unknown,
+  },
+  'BookingIn',
+);
+export type BookingBody = t.TypeOf<typeof BookingBody>;
+
+export const ReasonBody = strict({}, { reason: boundedString(1000) }, 'ReasonIn');
+export const DisputeBody = strict({ reason: boundedString(2000, 1) }, {}, 'DisputeIn');
+export const ReviewBody = strict(
+  { rating: intIn(1, 5, 'rating') },
+  { comment: boundedString(2000) },
+  'ReviewIn',
+);

@@ -1,0 +1,197 @@
+import { left, right } from 'fp-ts/Either';
+import { assertNever, type Decider, type DomainError } from '../../src/decider';
+import type { Actor, BookingEvent, SessionState } from './events';
+
+export interface SessionView {
+  state: SessionState;
+  startsAt: string;
+  endsAt: string;
+  reviewed: boolean;
+}
+
+export interface Booking {
+  groupId: string | null;
+  coachId: string;
+  clientId: string;
+  serviceId: string;
+  cancellationHours: number;
+  sessions: Map<string, SessionView>;
+}
+
+/** Who asks: the session's client, its coach, or the system (payment expiry and cancellation). */
+export interface By {
+  actor: Actor;
+  userId: string;
+}
+
+export type BookingCommand =
+  | { type: 'Approve'; sessionId: string; by: By; now: string }
+  | { type: 'Decline'; sessionId: string; by: By; reason: string; now: string }
+  | { type: 'Cancel'; sessionId: string; by: By; reason: string; now: string }
+  | { type: 'CancelGroup'; reason: string; now: string }
+  | { type: 'Complete'; sessionId: string; by: By; now: string }
+  | { type: 'Dispute'; sessionId: string; by: By; reason: string; now: string }
+  | { type: 'Review'; sessionId: string; by: By; rating: number; comment: string; now: string };
+
+/** A client may dispute a completed session for this long after its end. */
+export const DISPUTE_DAYS = 30;
+
+const notFound: DomainError = { code: 'session_not_found', message: 'no such session' };
+const invalid = (from: SessionState, action: string): DomainError => ({
+  code: 'invalid_transition',
+  message: `a ${from} session cannot be ${action}`,
+});
+const forbidden = (who: string): DomainError => ({
+  code: 'forbidden',
+  message: `only the session's ${who} may do this`,
+});
+
+export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
+  initialState: () => ({
+    groupId: null,
+    coachId: '',
+    clientId: '',
+    serviceId: '',
+    cancellationHours: 0,
+    sessions: new Map(),
+  }),
+
+  evolve(state, event) {
+    const set = (id: string, patch: Partial<SessionView>) => {
+      const sessions = new Map(state.sessions);
+      sessions.set(id, { ...sessions.get(id)!, ...patch });
+      return { ...state, sessions };
+    };
+    switch (event.type) {
+      case 'SessionsBooked': {
+        const d = event.data;
+        return {
+          groupId: d.groupId,
+          coachId: d.coachId,
+          clientId: d.clientId,
+          serviceId: d.serviceId,
+          cancellationHours: d.terms.cancellationHours,
+          sessions: new Map(
+            d.sessions.map((s) => [
+              s.sessionId,
+              { state: 'new', startsAt: s.startsAt, endsAt: s.endsAt, reviewed: false },
+            ]),
+          ),
+        };
+      }
+      case 'SessionApproved':
+        return set(event.data.sessionId, { state: 'approved' });
+      case 'SessionDeclined':
+        return set(event.data.sessionId, { state: 'declined' });
+      case 'SessionCanceled':
+        return set(event.data.sessionId, { state: 'canceled' });
+      case 'SessionCompleted':
+        return set(event.data.sessionId, { state: 'completed' });
+      case 'SessionDisputed':
+        return set(event.data.sessionId, { state: 'disputed' });
+      case 'SessionReviewed':
+        return set(event.data.sessionId, { reviewed: true });
+      default:
+        return assertNever(event);
+    }
+  },
+
+  decide(command, state) {
+    if (!state.groupId) return left(notFound);
+    const groupId = state.groupId;
+    const ref = (sessionId: string) => ({
+      groupId,
+      sessionId,
+      coachId: state.coachId,
+      clientId: state.clientId,
+      serviceId: state.serviceId,
+    });
+
+    if (command.type === 'CancelGroup') {
+      const open = [...state.sessions].filter(([, s]) => s.state === 'new' || s.state === 'approved');
+      return right(
+        open.map(
+          ([id]) =>
+            ({
+              type: 'SessionCanceled',
+              data: { ...ref(id), by: 'system', reason: command.reason, at: command.now },
+            }) as const,
+        ),
+      );
+    }
+
+    const session = state.sessions.get(command.sessionId);
+    // Someone who is neither party learns nothing, not even that the session exists.
+    const party =
+      command.by.userId === state.coachId ||
+      command.by.userId === state.clientId ||
+      command.by.actor === 'system';
+    if (!session || !party) return left(notFound);
+    const isCoach = command.by.actor === 'coach' && command.by.userId === state.coachId;
+    const isClient = command.by.actor === 'client' && command.by.userId === state.clientId;
+    const now = Date.parse(command.now);
+    const base = ref(command.sessionId);
+
+    switch (command.type) {
+      case 'Approve':
+        if (!isCoach) return left(forbidden('coach'));
+        if (session.state !== 'new') return left(invalid(session.state, 'approved'));
+        if (now >= Date.parse(session.endsAt))
+          return left({ code: 'invalid_transition', message: 'the session is over' });
+        return right([{ type: 'SessionApproved', data: { ...base, at: command.now } }]);
+      case 'Decline':
+        if (!isCoach) return left(forbidden('coach'));
+        if (session.state !== 'new') return left(invalid(session.state, 'declined'));
+        return right([
+          { type: 'SessionDeclined', data: { ...base, reason: command.reason, at: command.now } },
+        ]);
+      case 'Cancel': {
+        if (!isCoach && !isClient) return left(forbidden('coach or client'));
+        if (session.state !== 'new' && session.state !== 'approved')
+          return left(invalid(session.state, 'canceled'));
+        if (now >= Date.parse(session.startsAt))
+          return left({ code: 'invalid_transition', message: 'the session has started' });
+        const deadline = Date.parse(session.startsAt) - state.cancellationHours * 3_600_000;
+        if (isClient && now > deadline)
+          return left({
+            code: 'cancellation_window_passed',
+            message: `a client may cancel up to ${state.cancellationHours} hours before the start`,
+          });
+        const by = isCoach ? 'coach' : 'client';
+        return right([
+          { type: 'SessionCanceled', data: { ...base, by, reason: command.reason, at: command.now } },
+        ]);
+      }
+      case 'Complete':
+        if (!isCoach) return left(forbidden('coach'));
+        if (session.state !== 'approved') return left(invalid(session.state, 'completed'));
+        if (now < Date.parse(session.startsAt))
+          return left({ code: 'invalid_transition', message: 'the session has not started yet' });
+        return right([{ type: 'SessionCompleted', data: { ...base, completedAt: command.now } }]);
+      case 'Dispute':
+        if (!isClient) return left(forbidden('client'));
+        if (session.state !== 'completed') return left(invalid(session.state, 'disputed'));
+        if (now > Date.parse(session.endsAt) + DISPUTE_DAYS * 86_400_000)
+          return left({
+            code: 'invalid_transition',
+            message: `disputes are possible for ${DISPUTE_DAYS} days after the session`,
+          });
+        return right([
+          { type: 'SessionDisputed', data: { ...base, reason: command.reason, at: command.now } },
+        ]);
+      case 'Review':
+        if (!isClient) return left(forbidden('client'));
+        if (session.state !== 'completed') return left(invalid(session.state, 'reviewed'));
+        if (session.reviewed)
+          return left({ code: 'already_reviewed', message: 'this session has a review already' });
+        return right([
+          {
+            type: 'SessionReviewed',
+            data: { ...base, rating: command.rating, comment: command.comment, reviewedAt: command.now },
+          },
+        ]);
+      default:
+        return assertNever(command);
+    }
+  },
+};

@@ -1,0 +1,52 @@
+import type { DomainEvent } from '../../src/decider';
+import type { BookingTerms, HeldSlot } from '../calendar/events';
+
+export type SessionState = 'new' | 'approved' | 'declined' | 'canceled' | 'completed' | 'disputed';
+export type Actor = 'client' | 'coach' | 'system';
+
+interface SessionRef {
+  groupId: string;
+  sessionId: string;
+  coachId: string;
+  clientId: string;
+  serviceId: string;
+}
+
+/** The sessions of one booking group, created from its reservation (same ids, so completing it is idempotent). */
+export type SessionsBooked = DomainEvent<
+  'SessionsBooked',
+  {
+    groupId: string;
+    coachId: string;
+    clientId: string;
+    serviceId: string;
+    sessions: HeldSlot[];
+    terms: BookingTerms;
+    /** The coach's zone, for the dd/mm/yyyy dates of the reply. */
+    timezone: string;
+    bookedAt: string;
+  }
+>;
+export type SessionApproved = DomainEvent<'SessionApproved', SessionRef & { at: string }>;
+export type SessionDeclined = DomainEvent<'SessionDeclined', SessionRef & { reason: string; at: string }>;
+export type SessionCanceled = DomainEvent<
+  'SessionCanceled',
+  SessionRef & { by: Actor; reason: string; at: string }
+>;
+export type SessionCompleted = DomainEvent<'SessionCompleted', SessionRef & { completedAt: string }>;
+export type SessionDisputed = DomainEvent<'SessionDisputed', SessionRef & { reason: string; at: string }>;
+export type SessionReviewed = DomainEvent<
+  'SessionReviewed',
+  SessionRef & { rating: number; comment: string; reviewedAt: string }
+>;
+
+export type BookingEvent =
+  | SessionsBooked
+  | SessionApproved
+  | SessionDeclined
+  | SessionCanceled
+  | SessionCompleted
+  | SessionDisputed
+  | SessionReviewed;
+
+export const bookingStream = (groupId: string) => `booking-${groupId}`;

@@ -1,0 +1,237 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import * as t from 'io-ts';
+import type { AppDeps } from '../../src/deps';
+import { ConcurrencyConflictError, handleCommand } from '../../src/commandHandler';
+import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
+import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
+import { HttpError, notFound } from '../../src/http/errors';
+import { idempotent } from '../../src/http/idempotency';
+import { Uuid, decode } from '../../src/http/validation';
+import { findService } from '../../queries/services';
+import { findSession, toSessionOut } from '../../queries/sessions';
+import { calendar } from '../calendar/decider';
+import { calendarStream, type SlotsReserved } from '../calendar/events';
+import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
+import { completeBooking } from './complete';
+import { booking, type BookingCommand, type By } from './decider';
+import { bookingStream } from './events';
+
+/** An unpaid booking holds its slots this long (and never past one hour before the first session). */
+export const PAYMENT_WINDOW_HOURS = 24;
+/** Read models a booking's reply and the caller's next reads depend on. */
+const BOOKING_READ_MODELS = ['calendar', 'sessions', 'payments'];
+
+const ServicePath = t.type({ service_id: Uuid });
+const SessionPath = t.type({ session_id: Uuid });
+
+async function clientAddress(deps: AppDeps, userId: string, body: BookingBody) {
+  if (!body.addressId) {
+    return {
+      addressId: null,
+      clientAddress: body.address ?? '',
+      clientLocation: body.position ? { lat: body.position.lat, lng: body.position.lng } : null,
+    };
+  }
+  const res = await deps.db.query<{ address: string; lat: number; lng: number }>(
+    'SELECT address, lat, lng FROM addresses WHERE id = $1 AND user_id = $2',
+    [body.addressId.toLowerCase(), userId],
+  );
+  const a = res.rows[0];
+  if (!a) throw notFound('address_not_found', 'addressId is not one of your saved addresses');
+  return {
+    addressId: body.addressId.toLowerCase(),
+    clientAddress: body.address ?? a.address,
+    clientLocation: { lat: a.lat, lng: a.lng },
+  };
+}
+
+export function bookingCommands(deps: AppDeps): Router {
+  const router = new Router();
+
+  // 8. Book slots of a service: hold them on the coach's calendar (the one place that decides), then
+  // create the sessions and the payment from the hold.
+  router.post('/api/v1/service/:service_id', requireRole('client'), idempotent(deps.db), async (ctx) => {
+    const serviceId = decode(ServicePath, ctx.params, 'path').service_id.toLowerCase();
+    const body = decode(BookingBody, ctx.request.body, 'body');
+    const { userId } = currentPrincipal(ctx);
+    const service = await findService(deps.db, serviceId);
+    if (!service || service.status !== 'approved')
+      throw notFound('service_not_found', 'no such bookable service');
+    if (service.coachId === userId)
+      throw new HttpError(403, 'forbidden', 'a coach cannot book its own service');
+    if (body.slots.length > service.numberOfSessions)
+      throw new HttpError(
+        422,
+        'validation',
+        `this service books at most ${service.numberOfSessions} slot(s) at once`,
+      );
+    const where = await clientAddress(deps, userId, body);
+    const method = body.method ?? 'card';
+    const groupId = deps.newId();
+    const now = deps.clock().toISOString();
+    const metadata = metadataOf(ctx);
+
+    const outcome = await handleCommand(
+      deps.store,
+      calendarStream(service.coachId),
+      calendar,
+      {
+        type: 'ReserveSlots',
+        coachId: service.coachId,
+        groupId,
+        clientId: userId,
+        rules: {
+          serviceId,
+          minutesDuration: service.sessionMinutesDuration,
+          groupSession: service.groupSession,
+          maxGroupSize: service.maxGroupSize,
+          minimumNoticeHours: service.minimumNoticeHours,
+          bookingWindowDays: service.bookingWindowDays,
+        },
+        slots: body.slots,
+        sessionIds: body.slots.map(() => deps.newId()),
+        terms: {
+          paymentId: deps.newId(),
+          serviceName: service.name,
+          price: service.price,
+          currency: service.priceCurrency,
+          promo: service.promo,
+          minutesDuration: service.sessionMinutesDuration,
+          cancellationHours: service.sessionCancellationHours,
+          numberOfSessions: service.numberOfSessions,
+          expiresInDays: service.expiresInDays,
+          method,
+          methodId: METHOD_IDS[method],
+          ...where,
+          parking: typeof body.parking === 'boolean' ? (body.parking ? 'yes' : 'no') : (body.parking ?? ''),
+          parkingDescription: body.parkingDescription ?? '',
+          orderDescription: body.orderDescription ?? '',
+        },
+        paymentWindowHours: PAYMENT_WINDOW_HOURS,
+        now,
+      },
+      metadata,
+      // Many clients racing for one calendar: each retry re-decides on fresh holds, so losers learn
+      // "slot_unavailable" rather than a generic conflict.
+      60,
+    ).catch((err: unknown) => {
+      if (err instanceof ConcurrencyConflictError)
+        throw new HttpError(409, 'conflict', 'the calendar is busy; retry the request');
+      throw err;
+    });
+    if (!outcome.ok) throw domainErrorToHttp(outcome.error);
+    const reserved = outcome.events[0]!.data as SlotsReserved['data'];
+    const last = await completeBooking(deps.store, reserved, metadata);
+    if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
+    ctx.body = reserved.sessions.map((s) =>
+      toSessionOut({
+        id: s.sessionId,
+        groupId,
+        coachId: reserved.coachId,
+        clientId: userId,
+        serviceId,
+        state: 'new',
+        paymentState: 'awaiting',
+        startsAt: s.startsAt,
+        endsAt: s.endsAt,
+        slot: s.slot,
+        timezone: reserved.timezone,
+        terms: reserved.terms,
+        bookedAt: now,
+        reviewed: false,
+      }),
+    );
+  });
+
+  /** Runs a lifecycle command on the session's booking, then answers the session as it now is. */
+  const lifecycle = async (
+    ctx: Context,
+    build: (sessionId: string, by: By, now: string) => BookingCommand,
+  ) => {
+    const sessionId = decode(SessionPath, ctx.params, 'path').session_id.toLowerCase();
+    const p = currentPrincipal(ctx);
+    const session = await findSession(deps.db, sessionId);
+    if (!session || (session.coachId !== p.userId && session.clientId !== p.userId))
+      throw notFound('session_not_found', 'no such session');
+    const by: By = { actor: session.coachId === p.userId ? 'coach' : 'client', userId: p.userId };
+    const now = deps.clock().toISOString();
+    const { events } = await runCommand(
+      deps,
+      ctx,
+      bookingStream(session.groupId),
+      booking,
+      build(sessionId, by, now),
+      ['sessions', 'reviews', 'completed_sessions'],
+    );
+    const freed = events.find((e) => e.type === 'SessionDeclined' || e.type === 'SessionCanceled');
+    if (freed) {
+      // Free the slot now rather than when the process manager gets to it (it repeats this harmlessly).
+      await runCommand(
+        deps,
+        ctx,
+        calendarStream(session.coachId),
+        calendar,
+        {
+          type: 'ReleaseSlots',
+          coachId: session.coachId,
+          groupId: session.groupId,
+          sessionIds: [sessionId],
+          reason: freed.type === 'SessionDeclined' ? 'declined' : 'canceled',
+          now,
+        },
+        ['calendar'],
+      );
+    }
+    ctx.body = toSessionOut((await findSession(deps.db, sessionId))!);
+  };
+
+  router.post('/api/v1/session/:session_id/approve', authenticated(), (ctx) =>
+    lifecycle(ctx, (sessionId, by, now) => ({ type: 'Approve', sessionId, by, now })),
+  );
+  router.post('/api/v1/session/:session_id/decline', authenticated(), (ctx) => {
+    const body = decode(ReasonBody, ctx.request.body ?? {}, 'body');
+    return lifecycle(ctx, (sessionId, by, now) => ({
+      type: 'Decline',
+      sessionId,
+      by,
+      reason: body.reason ?? '',
+      now,
+    }));
+  });
+  router.post('/api/v1/session/:session_id/cancel', authenticated(), (ctx) => {
+    const body = decode(ReasonBody, ctx.request.body ?? {}, 'body');
+    return lifecycle(ctx, (sessionId, by, now) => ({
+      type: 'Cancel',
+      sessionId,
+      by,
+      reason: body.reason ?? '',
+      now,
+    }));
+  });
+  router.post('/api/v1/session/:session_id/complete', authenticated(), (ctx) =>
+    lifecycle(ctx, (sessionId, by, now) => ({ type: 'Complete', sessionId, by, now })),
+  );
+  router.post('/api/v1/session/:session_id/dispute', authenticated(), (ctx) => {
+    const body = decode(DisputeBody, ctx.request.body, 'body');
+    return lifecycle(ctx, (sessionId, by, now) => ({
+      type: 'Dispute',
+      sessionId,
+      by,
+      reason: body.reason,
+      now,
+    }));
+  });
+  router.post('/api/v1/session/:session_id/review', authenticated(), (ctx) => {
+    const body = decode(ReviewBody, ctx.request.body, 'body');
+    return lifecycle(ctx, (sessionId, by, now) => ({
+      type: 'Review',
+      sessionId,
+      by,
+      rating: body.rating,
+      comment: body.comment ?? '',
+      now,
+    }));
+  });
+  return router;
+}

@@ -1,0 +1,161 @@
+import { left, right } from 'fp-ts/Either';
+import { assertNever, type Decider, type DomainError } from '../../src/decider';
+import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
+import { freeSlots, parseLocal, type Reservation, type SlotRules } from './slots';
+
+/** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
+export interface Calendar {
+  schedule: Schedule | null;
+  /** Active holds by session id. */
+  reservations: Map<string, Reservation & { groupId: string }>;
+}
+
+export type CalendarCommand =
+  | { type: 'SetSchedule'; coachId: string; schedule: Schedule; now: string }
+  | {
+      type: 'ReserveSlots';
+      coachId: string;
+      groupId: string;
+      clientId: string;
+      rules: SlotRules;
+      /** Local date-times in the coach's zone, as the client sent them. */
+      slots: string[];
+      sessionIds: string[];
+      terms: Omit<BookingTerms, 'paymentExpiresAt'>;
+      /** How long an unpaid booking holds its slots; capped at one hour before the first session. */
+      paymentWindowHours: number;
+      now: string;
+    }
+  | {
+      type: 'ReleaseSlots';
+      coachId: string;
+      groupId: string;
+      sessionIds: string[];
+      reason: string;
+      now: string;
+    };
+
+const unavailable = (message: string): DomainError => ({ code: 'slot_unavailable', message });
+
+export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
+  initialState: () => ({ schedule: null, reservations: new Map() }),
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'ScheduleSet':
+        return { ...state, schedule: event.data.schedule };
+      case 'SlotsReserved': {
+        const reservations = new Map(state.reservations);
+        const { groupId, serviceId, clientId } = event.data;
+        for (const s of event.data.sessions)
+          reservations.set(s.sessionId, {
+            sessionId: s.sessionId,
+            serviceId,
+            clientId,
+            groupId,
+            startsAt: s.startsAt,
+            endsAt: s.endsAt,
+          });
+        return { ...state, reservations };
+      }
+      case 'SlotsReleased': {
+        const reservations = new Map(state.reservations);
+        for (const id of event.data.sessionIds) reservations.delete(id);
+        return { ...state, reservations };
+      }
+      default:
+        return assertNever(event);
+    }
+  },
+
+  decide(command, state) {
+    switch (command.type) {
+      case 'SetSchedule':
+        return right([
+          {
+            type: 'ScheduleSet',
+            data: { coachId: command.coachId, schedule: command.schedule, setAt: command.now },
+          },
+        ]);
+
+      case 'ReserveSlots': {
+        const { schedule } = state;
+        if (!schedule) return left(unavailable('the coach has not published a schedule'));
+        const now = new Date(command.now);
+        const active = [...state.reservations.values()];
+        const held: HeldSlot[] = [];
+        for (const [i, slot] of command.slots.entries()) {
+          const start = parseLocal(slot, schedule.timezone);
+          if (!start) return left(unavailable(`${slot} does not exist in ${schedule.timezone}`));
+          const date = start.toISODate()!;
+          // Earlier slots of this same request count as taken, so a package cannot overlap itself.
+          const taken = [
+            ...active,
+            ...held.map((h) => ({ ...h, serviceId: '', clientId: command.clientId })),
+          ];
+          const free = freeSlots(schedule, taken, command.rules, date, date, now).find(
+            (f) => f.slot.slice(0, 16) === slot.slice(0, 16),
+          );
+          if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
+          const sameClient = active.some(
+            (r) => r.clientId === command.clientId && Date.parse(r.startsAt) === Date.parse(free.startsAt),
+          );
+          if (sameClient) return left(unavailable(`you already hold ${slot}`));
+          held.push({
+            sessionId: command.sessionIds[i]!,
+            startsAt: free.startsAt,
+            endsAt: free.endsAt,
+            slot: free.slot,
+          });
+        }
+        const firstStart = Math.min(...held.map((h) => Date.parse(h.startsAt)));
+        const expires = Math.min(
+          now.getTime() + command.paymentWindowHours * 3_600_000,
+          firstStart - 3_600_000,
+        );
+        return right([
+          {
+            type: 'SlotsReserved',
+            data: {
+              coachId: command.coachId,
+              groupId: command.groupId,
+              serviceId: command.rules.serviceId,
+              clientId: command.clientId,
+              groupSession: command.rules.groupSession,
+              maxGroupSize: command.rules.maxGroupSize,
+              timezone: schedule.timezone,
+              sessions: held,
+              terms: {
+                ...command.terms,
+                paymentExpiresAt: new Date(Math.max(expires, now.getTime())).toISOString(),
+              },
+              reservedAt: command.now,
+            },
+          },
+        ]);
+      }
+
+      case 'ReleaseSlots': {
+        // Idempotent: releasing what is no longer held decides nothing.
+        const held = command.sessionIds.filter(
+          (id) => state.reservations.get(id)?.groupId === command.groupId,
+        );
+        if (held.length === 0) return right([]);
+        return right([
+          {
+            type: 'SlotsReleased',
+            data: {
+              coachId: command.coachId,
+              groupId: command.groupId,
+              sessionIds: held,
+              reason: command.reason,
+              releasedAt: command.now,
+            },
+          },
+        ]);
+      }
+      default:
+        return assertNever(command);
+    }
+  },
+};

@@ -1,0 +1,82 @@
+import type { DomainEvent } from '../../src/decider';
+
+export const WEEKDAYS = [
+  'monday',
+  'tuesday',
+  'wednesday',
+  'thursday',
+  'friday',
+  'saturday',
+  'sunday',
+] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
+
+/** Local wall-clock hours, "HH:mm", end after start. */
+export interface Interval {
+  start: string;
+  end: string;
+}
+
+export interface Schedule {
+  /** IANA zone the hours are in, e.g. "Europe/Berlin". */
+  timezone: string;
+  weekly: Partial<Record<Weekday, Interval[]>>;
+  /** Per local date (YYYY-MM-DD): these hours instead of the weekday's; [] is a day off. */
+  overrides: Record<string, Interval[]>;
+}
+
+/** One held slot: UTC instants plus the local label the client chose. */
+export interface HeldSlot {
+  sessionId: string;
+  startsAt: string;
+  endsAt: string;
+  slot: string;
+}
+
+/** What a booking needs to be completed from the reservation alone (see commands/booking/complete.ts). */
+export interface BookingTerms {
+  paymentId: string;
+  serviceName: string;
+  price: number;
+  currency: string;
+  promo: boolean;
+  minutesDuration: number;
+  cancellationHours: number;
+  numberOfSessions: number;
+  expiresInDays: number;
+  method: string;
+  methodId: number;
+  addressId: string | null;
+  clientAddress: string;
+  clientLocation: { lat: number; lng: number } | null;
+  parking: string;
+  parkingDescription: string;
+  orderDescription: string;
+  paymentExpiresAt: string;
+}
+
+export type ScheduleSet = DomainEvent<'ScheduleSet', { coachId: string; schedule: Schedule; setAt: string }>;
+export type SlotsReserved = DomainEvent<
+  'SlotsReserved',
+  {
+    coachId: string;
+    groupId: string;
+    serviceId: string;
+    clientId: string;
+    groupSession: boolean;
+    maxGroupSize: number;
+    /** The schedule's zone when reserved: the booking's dates are shown in it. */
+    timezone: string;
+    sessions: HeldSlot[];
+    terms: BookingTerms;
+    reservedAt: string;
+  }
+>;
+export type SlotsReleased = DomainEvent<
+  'SlotsReleased',
+  { coachId: string; groupId: string; sessionIds: string[]; reason: string; releasedAt: string }
+>;
+
+export type CalendarEvent = ScheduleSet | SlotsReserved | SlotsReleased;
+
+export const calendarStream = (coachId: string) => `calendar-${coachId}`;

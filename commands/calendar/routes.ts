@@ -1,0 +1,32 @@
+import Router from '@koa/router';
+import type { AppDeps } from '../../src/deps';
+import { currentPrincipal, requireRole } from '../../src/http/auth';
+import { runCommand } from '../../src/http/command';
+import { notFound } from '../../src/http/errors';
+import { decode } from '../../src/http/validation';
+import { isCoach } from '../../queries/users';
+import { ScheduleBody } from './codecs';
+import { calendar } from './decider';
+import { calendarStream } from './events';
+
+export function calendarCommands(deps: AppDeps): Router {
+  const router = new Router();
+  // A coach publishes its weekly hours and date overrides; this replaces the previous schedule.
+  router.put('/api/v1/coach/schedule', requireRole('coach'), async (ctx) => {
+    const body = decode(ScheduleBody, ctx.request.body, 'body');
+    const { userId } = currentPrincipal(ctx);
+    if (!(await isCoach(deps.db, userId)))
+      throw notFound('coach_not_found', 'create your coach profile first');
+    const schedule = { timezone: body.timezone, weekly: body.weekly, overrides: body.overrides ?? {} };
+    await runCommand(
+      deps,
+      ctx,
+      calendarStream(userId),
+      calendar,
+      { type: 'SetSchedule', coachId: userId, schedule, now: deps.clock().toISOString() },
+      ['calendar'],
+    );
+    ctx.body = schedule;
+  });
+  return router;
+}

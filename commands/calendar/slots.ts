@@ -1,0 +1,114 @@
+import { DateTime } from 'luxon';
+import { WEEKDAYS, type Interval, type Schedule } from './events';
+
+/**
+ * Slot arithmetic shared by the calendar decider (which decides) and the availability query (which shows):
+ * one function, so what a client sees is exactly what it can book. Pure: `now` comes in.
+ */
+
+export interface Reservation {
+  sessionId: string;
+  serviceId: string;
+  clientId: string;
+  startsAt: string;
+  endsAt: string;
+}
+
+export interface SlotRules {
+  serviceId: string;
+  minutesDuration: number;
+  groupSession: boolean;
+  maxGroupSize: number;
+  minimumNoticeHours: number;
+  bookingWindowDays: number;
+}
+
+export interface FreeSlot {
+  /** Local date-time in the coach's zone, no offset: "2026-12-01T10:00:00". */
+  slot: string;
+  startsAt: string;
+  endsAt: string;
+  remainingSeats: number;
+}
+
+const LOCAL = "yyyy-MM-dd'T'HH:mm:ss";
+const toMinutes = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
+
+/** Hours of one local date: its override if any, else its weekday's. */
+export function hoursOn(schedule: Schedule, date: DateTime): Interval[] {
+  const key = date.toISODate()!;
+  if (key in schedule.overrides) return schedule.overrides[key]!;
+  return schedule.weekly[WEEKDAYS[date.weekday - 1]!] ?? [];
+}
+
+/** Parses a local slot label in `zone`; null for a malformed label or a wall time skipped by DST. */
+export function parseLocal(slot: string, zone: string): DateTime | null {
+  const dt = DateTime.fromISO(slot, { zone });
+  if (!dt.isValid) return null;
+  // A time inside a spring-forward gap does not exist; luxon would move it, so it would not round-trip.
+  return dt.toFormat("yyyy-MM-dd'T'HH:mm") === slot.slice(0, 16) ? dt : null;
+}
+
+const overlaps = (aStart: number, aEnd: number, bStart: number, bEnd: number) =>
+  aStart < bEnd && bStart < aEnd;
+
+/**
+ * Free slots of a service between two local dates (inclusive), stepping by the session length from the
+ * start of each interval. A slot is free when it starts after the minimum notice, inside the booking
+ * window, and overlaps no active reservation, except seats of the same group slot while seats are left.
+ * In the autumn DST fold the repeated wall time is offered once (its first occurrence).
+ */
+export function freeSlots(
+  schedule: Schedule,
+  reservations: Reservation[],
+  rules: SlotRules,
+  fromDate: string,
+  toDate: string,
+  now: Date,
+): FreeSlot[] {
+  const zone = schedule.timezone;
+  const earliest = now.getTime() + rules.minimumNoticeHours * 3_600_000;
+  const latest = now.getTime() + rules.bookingWindowDays * 86_400_000;
+  const busy = reservations.map((r) => ({ ...r, s: Date.parse(r.startsAt), e: Date.parse(r.endsAt) }));
+  const out: FreeSlot[] = [];
+  const last = DateTime.fromISO(toDate, { zone });
+  for (let day = DateTime.fromISO(fromDate, { zone }); day <= last; day = day.plus({ days: 1 })) {
+    for (const interval of hoursOn(schedule, day)) {
+      const end = toMinutes(interval.end);
+      for (let m = toMinutes(interval.start); m + rules.minutesDuration <= end; m += rules.minutesDuration) {
+        const label = `${day.toISODate()}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
+        const start = parseLocal(label, zone);
+        if (!start) continue;
+        const s = start.toMillis();
+        const e = s + rules.minutesDuration * 60_000;
+        if (s < earliest || s > latest) continue;
+        let seatsTaken = 0;
+        let blocked = false;
+        for (const r of busy) {
+          if (!overlaps(s, e, r.s, r.e)) continue;
+          if (rules.groupSession && r.serviceId === rules.serviceId && r.s === s && r.e === e) seatsTaken++;
+          else blocked = true;
+        }
+        const capacity = rules.groupSession ? rules.maxGroupSize : 1;
+        if (blocked || seatsTaken >= capacity) continue;
+        out.push({
+          slot: start.toFormat(LOCAL),
+          startsAt: start.toUTC().toISO()!,
+          endsAt: DateTime.fromMillis(e, { zone: 'utc' }).toISO()!,
+          remainingSeats: capacity - seatsTaken,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** The local date of an instant in a zone. */
+export const localDate = (instant: Date | string, zone: string) =>
+  DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, { zone }).toISODate()!;
+
+/** dd/mm/yyyy, the interface document's date text. */
+export const dayMonthYear = (instant: Date | string, zone: string) =>
+  DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, { zone }).toFormat(
+    'dd/MM/yyyy',
+  );

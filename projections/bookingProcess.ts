@@ -1,0 +1,86 @@
+import { completeBooking } from '../commands/booking/complete';
+import { booking } from '../commands/booking/decider';
+import { bookingStream, type SessionCanceled, type SessionDeclined } from '../commands/booking/events';
+import { calendar } from '../commands/calendar/decider';
+import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
+import type { PaymentStatusChanged } from '../commands/payments/events';
+import { handleCommand } from '../src/commandHandler';
+import type { EventMetadata, EventStore, RecordedEvent } from '../src/eventstore/types';
+import type { Projection } from './runner';
+
+export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
+
+/**
+ * Process manager of bookings. Every step is idempotent (streams created only if absent, releases and
+ * cancellations decide nothing when already done), so a replay or a crash between steps heals:
+ * - a hold (SlotsReserved) gets its sessions and payment, even if the booking request died after holding;
+ * - a declined or canceled session gives its slot back;
+ * - a canceled payment, or one that failed and expired, cancels its open sessions (which then give back).
+ */
+export function bookingProcess(store: EventStore, clock: () => Date): Projection {
+  const metadataFor = (cause: RecordedEvent): EventMetadata => ({
+    causationId: cause.id,
+    correlationId: cause.metadata.correlationId ?? cause.id,
+    actor: SYSTEM_ACTOR,
+  });
+  return {
+    name: 'booking-process',
+    handles: ['SlotsReserved', 'SessionDeclined', 'SessionCanceled', 'PaymentStatusChanged'],
+    async react(recorded) {
+      const metadata = metadataFor(recorded);
+      const now = clock().toISOString();
+      const event = { type: recorded.type, data: recorded.data } as
+        SlotsReserved | SessionDeclined | SessionCanceled | PaymentStatusChanged;
+      switch (event.type) {
+        case 'SlotsReserved':
+          await completeBooking(store, event.data, metadata);
+          return;
+        case 'SessionDeclined':
+        case 'SessionCanceled': {
+          const { coachId, groupId, sessionId } = event.data;
+          const reason = event.type === 'SessionDeclined' ? 'declined' : 'canceled';
+          await handleCommand(
+            store,
+            calendarStream(coachId),
+            calendar,
+            {
+              type: 'ReleaseSlots',
+              coachId,
+              groupId,
+              sessionIds: [sessionId],
+              reason,
+              now,
+            },
+            metadata,
+            50,
+          );
+          return;
+        }
+        case 'PaymentStatusChanged': {
+          const { to, reason, groupId } = event.data;
+          if (to !== 'canceled' && !(to === 'failed' && reason === 'expired')) return;
+          const outcome = await handleCommand(
+            store,
+            bookingStream(groupId),
+            booking,
+            {
+              type: 'CancelGroup',
+              reason: `payment_${to}`,
+              now,
+            },
+            metadata,
+            50,
+          );
+          // A payment without a booking (created by hand) has nothing to cancel.
+          if (!outcome.ok && outcome.error.code !== 'session_not_found')
+            throw new Error(outcome.error.message);
+          return;
+        }
+        default: {
+          const unreachable: never = event;
+          return unreachable;
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import type { BookingEvent } from '../commands/booking/events';
+import type { PaymentStatusChanged } from '../commands/payments/events';
+import { assertNever } from '../src/decider';
+import type { Projection } from './runner';
+
+const STATE_OF = {
+  SessionApproved: 'approved',
+  SessionDeclined: 'declined',
+  SessionCanceled: 'canceled',
+  SessionCompleted: 'completed',
+  SessionDisputed: 'disputed',
+} as const;
+
+/** Read model `sessions`: one row per booked session, its lifecycle state and its payment's status. */
+export const sessionsProjection: Projection = {
+  name: 'sessions',
+  handles: ['SessionsBooked', ...Object.keys(STATE_OF), 'SessionReviewed', 'PaymentStatusChanged'],
+  async apply(tx, recorded) {
+    const event = { type: recorded.type, data: recorded.data } as BookingEvent | PaymentStatusChanged;
+    const at = recorded.createdAt.toISOString();
+    switch (event.type) {
+      case 'SessionsBooked': {
+        const d = event.data;
+        for (const s of d.sessions)
+          await tx.query(
+            `INSERT INTO sessions (id, group_id, coach_id, client_id, service_id, payment_id, state, payment_state,
+               starts_at, ends_at, slot, timezone, terms, booked_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, 'new', 'awaiting', $7, $8, $9, $10, $11::jsonb, $12, $12)
+             ON CONFLICT (id) DO NOTHING`,
+            [
+              s.sessionId,
+              d.groupId,
+              d.coachId,
+              d.clientId,
+              d.serviceId,
+              d.terms.paymentId,
+              s.startsAt,
+              s.endsAt,
+              s.slot,
+              d.timezone,
+              JSON.stringify(d.terms),
+              d.bookedAt,
+            ],
+          );
+        return;
+      }
+      case 'SessionApproved':
+      case 'SessionDeclined':
+      case 'SessionCanceled':
+      case 'SessionCompleted':
+      case 'SessionDisputed':
+        await tx.query('UPDATE sessions SET state = $2, updated_at = $3 WHERE id = $1', [
+          event.data.sessionId,
+          STATE_OF[event.type],
+          at,
+        ]);
+        return;
+      case 'SessionReviewed':
+        await tx.query('UPDATE sessions SET reviewed = true, updated_at = $2 WHERE id = $1', [
+          event.data.sessionId,
+          at,
+        ]);
+        return;
+      case 'PaymentStatusChanged':
+        await tx.query('UPDATE sessions SET payment_state = $2, updated_at = $3 WHERE payment_id = $1', [
+          event.data.paymentId,
+          event.data.to,
+          at,
+        ]);
+        return;
+      default:
+        assertNever(event);
+    }
+  },
+};

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+// Tuesday 1 December 2026, 08:00 UTC (09:00 in Berlin). Tests move the clock forward when they need to.
+let now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => now });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+beforeEach(() => {
+  now = new Date('2026-12-01T08:00:00Z');
+});
+
+const book = (
+  token: string,
+  serviceId: string,
+  body: Record<string, unknown>,
+  headers?: Record<string, string>,
+) => t.request('POST', `/api/v1/service/${serviceId}`, { token, body, headers });
+const slotsOf = async (serviceId: string, from = '2026-12-02', to = from) =>
+  (await t.request('GET', `/api/v1/service/${serviceId}/availability?from_date=${from}&to_date=${to}`)).body;
+
+describe('availability and booking (6, 8, 11)', () => {
+  it('shows free slots as local times in the coach zone, and a booked one disappears', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const before = await slotsOf(serviceId);
+    expect(before).toMatchObject({ timezone: 'Europe/Berlin', fromDate: '2026-12-02', toDate: '2026-12-02' });
+    expect(before.slots.map((s: { slot: string }) => s.slot)).toEqual(
+      ['09', '10', '11', '12', '13', '14', '15', '16'].map((h) => `2026-12-02T${h}:00:00`),
+    );
+    expect(before.slots[1]).toEqual({
+      slot: '2026-12-02T10:00:00',
+      startsAt: '2026-12-02T09:00:00.000Z',
+      endsAt: '2026-12-02T10:00:00.000Z',
+      remainingSeats: 1,
+    });
+    const client = await m.client();
+    const res = await book(client.token, serviceId, {
+      slots: ['2026-12-02T10:00:00'],
+      method: 'card',
+      orderDescription: 'backhand',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([
+      expect.objectContaining({
+        id: expect.any(String),
+        name: 'Tennis basics',
+        state: 'new',
+        price: 40,
+        currency: 'EUR',
+        dayAvailability: 3,
+        minutesDuration: 60,
+        paymentState: 'awaiting',
+        coachId: coach.id,
+        clientId: client.id,
+        serviceId,
+        groupId: expect.any(String),
+        paymentId: expect.any(String),
+        orderDescription: 'backhand',
+        expirationDate: expect.stringMatching(/^\d{2}\/\d{2}\/\d{4}$/),
+        paymentExpirationAt: '02/12/2026',
+        slot: '2026-12-02T10:00:00',
+      }),
+    ]);
+    const after = await slotsOf(serviceId);
+    expect(after.slots.map((s: { slot: string }) => s.slot)).not.toContain('2026-12-02T10:00:00');
+    const again = await book((await m.client()).token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error: 'slot_unavailable', code: 409 });
+  });
+
+  it('refuses slots outside the schedule, in the past, inside the minimum notice or malformed', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    for (const slot of [
+      '2026-12-05T10:00:00',
+      '2026-11-30T10:00:00',
+      '2026-12-01T10:00:00',
+      '2026-12-02T10:30:00',
+      '2026-12-02T18:00:00',
+    ]) {
+      const res = await book(client.token, serviceId, { slots: [slot] });
+      expect([slot, res.status, res.body.error]).toEqual([slot, 409, 'slot_unavailable']);
+    }
+    const bad = await book(client.token, serviceId, { slots: ['tomorrow at ten'], method: 'bitcoin' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([
+      ['body', 'slots', 0],
+      ['body', 'method'],
+    ]);
+  });
+
+  it('books a package of several slots in one group with one payment', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90 });
+    const client = await m.client();
+    const res = await book(client.token, serviceId, {
+      slots: ['2026-12-02T10:00:00', '2026-12-03T10:00:00'],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(2);
+    expect(new Set(res.body.map((s: { groupId: string }) => s.groupId)).size).toBe(1);
+    expect(new Set(res.body.map((s: { paymentId: string }) => s.paymentId)).size).toBe(1);
+    expect(res.body[0].price).toBe(30);
+    const tooMany = await book(client.token, serviceId, {
+      slots: ['2026-12-07T10:00:00', '2026-12-07T11:00:00', '2026-12-07T12:00:00', '2026-12-07T13:00:00'],
+    });
+    expect(tooMany.status).toBe(422);
+  });
+
+  it('keeps a coach from being double booked across two services with overlapping slots', async () => {
+    const coach = await m.coach();
+    const hour = await m.offering(coach, { sessionMinutesDuration: 60 });
+    const half = await m.offering(coach, { sessionMinutesDuration: 90 });
+    const a = await book((await m.client()).token, hour, { slots: ['2026-12-02T10:00:00'] });
+    expect(a.status).toBe(200);
+    // 09:00-10:30 overlaps 10:00-11:00
+    const b = await book((await m.client()).token, half, { slots: ['2026-12-02T09:00:00'] });
+    expect(b.status).toBe(409);
+    expect((await slotsOf(half)).slots.map((s: { slot: string }) => s.slot)).not.toContain(
+      '2026-12-02T09:00:00',
+    );
+  });
+
+  it('answers 404 for unknown or unapproved services and coaches, and 401/403 by role', async () => {
+    const client = await m.client();
+    const unknown = await book(client.token, randomUUID(), { slots: ['2026-12-02T10:00:00'] });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ error: 'service_not_found' });
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    expect((await t.request('POST', `/api/v1/service/${serviceId}`, { body: { slots: [] } })).status).toBe(
+      401,
+    );
+    expect((await book(coach.token, serviceId, { slots: ['2026-12-02T10:00:00'] })).status).toBe(403);
+    const missing = await t.request('GET', `/api/v1/coach/${randomUUID()}/availability`);
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ error: 'coach_not_found', message: 'no such coach', code: 404 });
+    const badRange = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-10&to_date=2026-12-01`,
+    );
+    expect(badRange.status).toBe(422);
+    const tooLong = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-01&to_date=2027-06-01`,
+    );
+    expect(tooLong.status).toBe(422);
+  });
+
+  it('lists each service of a coach with its free slots', async () => {
+    const coach = await m.coach();
+    const s1 = await m.offering(coach);
+    const res = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.services).toHaveLength(1);
+    expect(res.body.services[0].service.id).toBe(s1);
+    expect(res.body.services[0].slots).toHaveLength(8);
+  });
+
+  it('replays a booking for a repeated Idempotency-Key instead of booking twice', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const headers = { 'Idempotency-Key': randomUUID() };
+    const first = await book(client.token, serviceId, { slots: ['2026-12-02T11:00:00'] }, headers);
+    const second = await book(client.token, serviceId, { slots: ['2026-12-02T11:00:00'] }, headers);
+    expect(second.status).toBe(200);
+    expect(second.body).toEqual(first.body);
+    const mine = await t.request('GET', '/api/v1/sessions', { token: client.token });
+    expect(mine.body).toHaveLength(1);
+  });
+
+  it('handles DST: the spring-forward gap has no slot, and slots keep their wall time across the change', async () => {
+    now = new Date('2027-03-25T08:00:00Z');
+    const coach = await m.coach({
+      weekly: { sunday: [{ start: '01:00', end: '04:00' }], monday: [{ start: '09:00', end: '10:00' }] },
+    });
+    const serviceId = await m.offering(coach);
+    // 28 March 2027: Berlin skips 02:00-03:00.
+    const day = await slotsOf(serviceId, '2027-03-28', '2027-03-29');
+    expect(day.slots.map((s: { slot: string; startsAt: string }) => [s.slot, s.startsAt])).toEqual([
+      ['2027-03-28T01:00:00', '2027-03-28T00:00:00.000Z'],
+      ['2027-03-28T03:00:00', '2027-03-28T01:00:00.000Z'],
+      ['2027-03-29T09:00:00', '2027-03-29T07:00:00.000Z'],
+    ]);
+    const gap = await book((await m.client()).token, serviceId, { slots: ['2027-03-28T02:00:00'] });
+    expect(gap.status).toBe(409);
+  });
+});

@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto';
+import type { TestSystem } from './system';
+
+/** Builders of a small marketplace through the public commands, for API tests. */
+export function marketplace(t: TestSystem) {
+  const service = () => t.token(randomUUID(), ['service']);
+  const admin = () => t.token(randomUUID(), ['admin']);
+  const ok = (res: { status: number; body: unknown }, what: string) => {
+    if (res.status !== 200) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body as any;
+  };
+
+  async function user(type: 'coach' | 'client', extra: Record<string, unknown> = {}) {
+    const id = randomUUID();
+    ok(
+      await t.request('PUT', `/api/v1/users/${id}`, {
+        token: service(),
+        body: {
+          firstName: type === 'coach' ? 'Coach' : 'Client',
+          lastName: id.slice(0, 6),
+          email: `${id.slice(0, 8)}@example.com`,
+          type,
+          ...extra,
+        },
+      }),
+      `create ${type}`,
+    );
+    return { id, token: t.token(id, [type]) };
+  }
+
+  return {
+    admin,
+    service,
+    client: (extra: Record<string, unknown> = {}) => user('client', extra),
+    /** A coach with a published schedule (Europe/Berlin, weekdays 09:00-17:00 unless given). */
+    async coach(schedule: Record<string, unknown> = {}) {
+      const c = await user('coach', { timezone: 'Europe/Berlin' });
+      const hours = [{ start: '09:00', end: '17:00' }];
+      ok(
+        await t.request('PUT', '/api/v1/coach/schedule', {
+          token: c.token,
+          body: {
+            timezone: 'Europe/Berlin',
+            weekly: { monday: hours, tuesday: hours, wednesday: hours, thursday: hours, friday: hours },
+            ...schedule,
+          },
+        }),
+        'set schedule',
+      );
+      return c;
+    },
+    /** An approved service of the coach. */
+    async offering(coach: { token: string }, over: Record<string, unknown> = {}) {
+      const created = ok(
+        await t.request('POST', '/api/v1/coach/services', {
+          token: coach.token,
+          body: {
+            name: 'Tennis basics',
+            price: 40,
+            priceCurrency: 'EUR',
+            sessionMinutesDuration: 60,
+            serviceTypes: ['tennis'],
+            ...over,
+          },
+        }),
+        'create service',
+      );
+      ok(
+        await t.request('POST', `/api/v1/admin/services/${created.id}/approve`, { token: admin() }),
+        'approve',
+      );
+      return created.id as string;
+    },
+  };
+}
