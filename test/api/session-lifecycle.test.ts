@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import { calendarStream } from '../../commands/calendar/events';
+import { marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+let now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => now });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+beforeEach(() => {
+  now = new Date('2026-12-01T08:00:00Z');
+});
+
+const SLOT = '2026-12-02T10:00:00'; // 09:00-10:00 UTC
+const act = (token: string, sessionId: string, action: string, body?: unknown) =>
+  t.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body });
+const freeSlots = async (serviceId: string) =>
+  (
+    await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+    )
+  ).body.slots.map((s: { slot: string }) => s.slot);
+
+async function booked(over: Record<string, unknown> = {}) {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { sessionCancellationHours: 24, ...over });
+  const client = await m.client();
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: [SLOT] },
+  });
+  expect(res.status).toBe(200);
+  return {
+    coach,
+    client,
+    serviceId,
+    session: res.body[0] as { id: string; paymentId: string; groupId: string },
+  };
+}
+
+describe('session lifecycle', () => {
+  it('approve, complete, review: the rating and session count reach the public profile', async () => {
+    const { coach, client, session } = await booked();
+    const approved = await act(coach.token, session.id, 'approve');
+    expect(approved.status).toBe(200);
+    expect(approved.body.state).toBe('approved');
+    expect((await act(coach.token, session.id, 'complete')).body).toMatchObject({
+      error: 'invalid_transition',
+      message: 'the session has not started yet',
+    });
+    now = new Date('2026-12-02T10:05:00Z');
+    expect((await act(coach.token, session.id, 'complete')).body.state).toBe('completed');
+    const review = await act(client.token, session.id, 'review', {
+      rating: 4,
+      comment: 'great backhand drills',
+    });
+    expect(review.status).toBe(200);
+    expect(review.body.reviewed).toBe(true);
+    const twice = await act(client.token, session.id, 'review', { rating: 5 });
+    expect(twice.status).toBe(409);
+    expect(twice.body.error).toBe('already_reviewed');
+    const profile = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
+    expect(profile.body).toMatchObject({ rating: 4, sessionCount: 1 });
+    const reviews = await t.request('GET', `/api/v1/service/${coach.id}/reviews`);
+    expect(reviews.body[0]).toMatchObject({
+      rating: 4,
+      comment: 'great backhand drills',
+      sessionId: session.id,
+    });
+  });
+
+  it('decline frees the slot at once', async () => {
+    const { coach, serviceId, session } = await booked();
+    expect(await freeSlots(serviceId)).not.toContain(SLOT);
+    const res = await act(coach.token, session.id, 'decline', { reason: 'injured' });
+    expect(res.body.state).toBe('declined');
+    expect(await freeSlots(serviceId)).toContain(SLOT);
+    expect((await act(coach.token, session.id, 'approve')).status).toBe(409);
+  });
+
+  it('a client cancels only up to sessionCancellationHours before the start; the coach any time before it', async () => {
+    const late = await booked();
+    now = new Date('2026-12-01T10:00:00Z'); // 23 hours before the start, inside the 24 h window
+    const refused = await act(late.client.token, late.session.id, 'cancel');
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toBe('cancellation_window_passed');
+    const byCoach = await act(late.coach.token, late.session.id, 'cancel', { reason: 'rain' });
+    expect(byCoach.body.state).toBe('canceled');
+    expect(await freeSlots(late.serviceId)).toContain(SLOT);
+
+    now = new Date('2026-12-01T08:00:00Z');
+    const early = await booked();
+    const ok = await act(early.client.token, early.session.id, 'cancel', {});
+    expect(ok.status).toBe(200);
+    expect(ok.body.state).toBe('canceled');
+  });
+
+  it('a client disputes a completed session; illegal moves are 409 invalid_transition', async () => {
+    const { coach, client, session } = await booked();
+    expect((await act(client.token, session.id, 'dispute', { reason: 'no show' })).body.error).toBe(
+      'invalid_transition',
+    );
+    await act(coach.token, session.id, 'approve');
+    now = new Date('2026-12-02T10:30:00Z');
+    await act(coach.token, session.id, 'complete');
+    const disputed = await act(client.token, session.id, 'dispute', { reason: 'ended 20 minutes early' });
+    expect(disputed.body.state).toBe('disputed');
+    expect((await act(client.token, session.id, 'dispute', {})).status).toBe(422);
+  });
+
+  it('hides a session from anyone but its parties and enforces who may do what', async () => {
+    const { coach, client, session } = await booked();
+    const stranger = await m.client();
+    for (const action of ['approve', 'cancel']) {
+      const res = await act(stranger.token, session.id, action);
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ error: 'session_not_found' });
+    }
+    expect((await t.request('GET', `/api/v1/session/${session.id}`, { token: stranger.token })).status).toBe(
+      404,
+    );
+    expect((await act(client.token, session.id, 'approve')).status).toBe(403);
+    expect((await act(coach.token, session.id, 'review', { rating: 5 })).status).toBe(403);
+    expect((await act(client.token, session.id, 'review', { rating: 6 })).status).toBe(422);
+    expect((await act(client.token, randomUUID(), 'cancel')).status).toBe(404);
+    expect((await act(client.token, 'not-a-uuid', 'cancel')).status).toBe(422);
+    const mine = await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token });
+    expect(mine.body).toMatchObject({ id: session.id, state: 'new', paymentState: 'awaiting' });
+  });
+
+  it('lets the coach of a booked client read that client, and no other coach', async () => {
+    const { coach, client } = await booked();
+    const other = await m.coach();
+    expect((await t.request('GET', `/api/v1/coach/client/${client.id}`, { token: coach.token })).status).toBe(
+      200,
+    );
+    expect((await t.request('GET', `/api/v1/coach/client/${client.id}`, { token: other.token })).status).toBe(
+      404,
+    );
+  });
+
+  it('records every change for auditors, with who did it, and answers the state at a past instant', async () => {
+    const { coach, session } = await booked();
+    const bookedAt = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    await act(coach.token, session.id, 'approve');
+    const auditor = t.token(randomUUID(), ['auditor']);
+    const all = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: auditor });
+    expect(all.status).toBe(200);
+    expect(all.body.stateAt).toBe('approved');
+    expect(all.body.events.map((e: { type: string }) => e.type)).toEqual([
+      'SessionsBooked',
+      'SessionApproved',
+    ]);
+    expect(all.body.events[1].metadata.actor).toEqual({ userId: coach.id, role: 'coach' });
+    const past = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events?at=${bookedAt}`, {
+      token: auditor,
+    });
+    expect(past.body.stateAt).toBe('new');
+    expect(
+      (await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: coach.token })).status,
+    ).toBe(403);
+  });
+});
+
+describe('bookings follow their payment, and heal after a crash', () => {
+  it('a canceled payment cancels its sessions and frees their slots', async () => {
+    const { client, serviceId, session } = await booked();
+    const service = t.token(randomUUID(), ['service']);
+    const res = await t.request('POST', `/api/v1/payment/private/payment/${session.paymentId}/cancel`, {
+      token: service,
+    });
+    expect(res.status).toBe(200);
+    let s: any;
+    for (let i = 0; i < 50; i++) {
+      s = (await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token })).body;
+      if (s.state === 'canceled') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(s).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
+    for (let i = 0; i < 50 && !(await freeSlots(serviceId)).includes(SLOT); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(await freeSlots(serviceId)).toContain(SLOT);
+  });
+
+  it('an unpaid booking past its payment expiry is canceled by the system and its slot comes back', async () => {
+    const { client, serviceId, session } = await booked();
+    now = new Date('2026-12-02T08:30:00Z'); // past paymentExpiresAt (one hour before the 09:00 UTC start)
+    expect(await t.system.sweepExpiredPayments()).toBeGreaterThanOrEqual(1);
+    let s: any;
+    for (let i = 0; i < 60; i++) {
+      s = (await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token })).body;
+      if (s.state === 'canceled') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(s).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
+    now = new Date('2026-12-01T08:00:00Z');
+    for (let i = 0; i < 50 && !(await freeSlots(serviceId)).includes(SLOT); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(await freeSlots(serviceId)).toContain(SLOT);
+  });
+
+  it('a received payment shows on the session', async () => {
+    const { client, session } = await booked();
+    const service = t.token(randomUUID(), ['service']);
+    for (const status of ['checkout', 'received'])
+      expect(
+        (
+          await t.request('POST', `/api/v1/payment/private/payment/${session.paymentId}/update`, {
+            token: service,
+            body: { status },
+          })
+        ).status,
+      ).toBe(200);
+    let s: any;
+    for (let i = 0; i < 50; i++) {
+      s = (await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token })).body;
+      if (s.paymentState === 'received') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(s.paymentState).toBe('received');
+  });
+
+  it('a hold whose booking request died before writing sessions and payment is completed by the process manager', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const [groupId, sessionId, paymentId] = [randomUUID(), randomUUID(), randomUUID()];
+    // Exactly what the booking route appends first; the request then "crashes".
+    await t.system.deps.store.append(calendarStream(coach.id), [
+      {
+        type: 'SlotsReserved',
+        data: {
+          coachId: coach.id,
+          groupId,
+          serviceId,
+          clientId: client.id,
+          groupSession: false,
+          maxGroupSize: 1,
+          timezone: 'Europe/Berlin',
+          sessions: [
+            {
+              sessionId,
+              startsAt: '2026-12-02T09:00:00.000Z',
+              endsAt: '2026-12-02T10:00:00.000Z',
+              slot: SLOT,
+            },
+          ],
+          terms: {
+            paymentId,
+            serviceName: 'Tennis basics',
+            price: 40,
+            currency: 'EUR',
+            promo: false,
+            minutesDuration: 60,
+            cancellationHours: 24,
+            numberOfSessions: 1,
+            expiresInDays: 30,
+            method: 'card',
+            methodId: 1,
+            addressId: null,
+            clientAddress: '',
+            clientLocation: null,
+            parking: '',
+            parkingDescription: '',
+            orderDescription: '',
+            paymentExpiresAt: '2026-12-02T08:00:00.000Z',
+          },
+          reservedAt: now.toISOString(),
+        },
+      },
+    ]);
+    let s: any;
+    for (let i = 0; i < 60; i++) {
+      s = await t.request('GET', `/api/v1/session/${sessionId}`, { token: client.token });
+      if (s.status === 200) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(s.status).toBe(200);
+    expect(s.body).toMatchObject({
+      id: sessionId,
+      groupId,
+      paymentId,
+      state: 'new',
+      paymentState: 'awaiting',
+    });
+    expect((await t.system.deps.store.readStream(`payment-${paymentId}`)).events.map((e) => e.type)).toEqual([
+      'PaymentCreated',
+    ]);
+    expect(await freeSlots(serviceId)).not.toContain(SLOT);
+  });
+});
