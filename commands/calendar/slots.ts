@@ -46,7 +46,10 @@ export function parseLocal(slot: string, zone: string): DateTime | null {
   const dt = DateTime.fromISO(slot, { zone });
   if (!dt.isValid) return null;
   // A time inside a spring-forward gap does not exist; luxon would move it, so it would not round-trip.
-  return dt.toFormat("yyyy-MM-dd'T'HH:mm") === slot.slice(0, 16) ? dt : null;
+  if (dt.toFormat("yyyy-MM-dd'T'HH:mm") !== slot.slice(0, 16)) return null;
+  // A time inside the autumn fold exists twice and luxon picks the later one; take the first occurrence,
+  // as freeSlots documents (fixed after test/unit/slots.test.ts found the later one was offered).
+  return dt.getPossibleOffsets().reduce((a, b) => (b.toMillis() < a.toMillis() ? b : a), dt);
 }
 
 const overlaps = (aStart: number, aEnd: number, bStart: number, bEnd: number) =>

@@ -1,0 +1,223 @@
+import type { Schedule } from '../../commands/calendar/events';
+import {
+  dayMonthYear,
+  freeSlots,
+  hoursOn,
+  localDate,
+  parseLocal,
+  type Reservation,
+  type SlotRules,
+} from '../../commands/calendar/slots';
+import { DateTime } from 'luxon';
+
+const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
+  serviceId: 'tennis',
+  minutesDuration: 60,
+  groupSession: false,
+  maxGroupSize: 1,
+  minimumNoticeHours: 0,
+  bookingWindowDays: 365,
+  ...over,
+});
+const night = [{ start: '00:00', end: '06:00' }];
+const berlinSundayNights: Schedule = { timezone: 'Europe/Berlin', weekly: { sunday: night }, overrides: {} };
+const labels = (slots: { slot: string }[]) => slots.map((s) => s.slot.slice(11, 16));
+
+describe('freeSlots across daylight-saving transitions (Europe/Berlin)', () => {
+  const now = new Date('2027-01-01T00:00:00Z');
+
+  it('offers the repeated wall time of the autumn fold once (31 Oct 2027, 02:00-03:00 twice)', () => {
+    const slots = freeSlots(berlinSundayNights, [], rules(), '2027-10-31', '2027-10-31', now);
+    expect(labels(slots)).toEqual(['00:00', '01:00', '02:00', '03:00', '04:00', '05:00']);
+    // 02:00 is its first occurrence (CEST, +02:00); 03:00 is CET (+01:00), two real hours later.
+    expect(slots.map((s) => [s.slot, s.startsAt, s.endsAt])).toEqual([
+      ['2027-10-31T00:00:00', '2027-10-30T22:00:00.000Z', '2027-10-30T23:00:00.000Z'],
+      ['2027-10-31T01:00:00', '2027-10-30T23:00:00.000Z', '2027-10-31T00:00:00.000Z'],
+      ['2027-10-31T02:00:00', '2027-10-31T00:00:00.000Z', '2027-10-31T01:00:00.000Z'],
+      ['2027-10-31T03:00:00', '2027-10-31T02:00:00.000Z', '2027-10-31T03:00:00.000Z'],
+      ['2027-10-31T04:00:00', '2027-10-31T03:00:00.000Z', '2027-10-31T04:00:00.000Z'],
+      ['2027-10-31T05:00:00', '2027-10-31T04:00:00.000Z', '2027-10-31T05:00:00.000Z'],
+    ]);
+  });
+
+  it('offers each half hour of the fold once with 30-minute steps', () => {
+    const slots = freeSlots(
+      berlinSundayNights,
+      [],
+      rules({ minutesDuration: 30 }),
+      '2027-10-31',
+      '2027-10-31',
+      now,
+    );
+    const inFold = slots.filter((s) => s.slot >= '2027-10-31T02:00' && s.slot < '2027-10-31T03:00');
+    expect(inFold.map((s) => [s.slot, s.startsAt])).toEqual([
+      ['2027-10-31T02:00:00', '2027-10-31T00:00:00.000Z'],
+      ['2027-10-31T02:30:00', '2027-10-31T00:30:00.000Z'],
+    ]);
+    expect(new Set(slots.map((s) => s.slot)).size).toBe(slots.length);
+  });
+
+  it('skips the wall times of the spring gap (28 Mar 2027, 02:00-03:00 does not exist)', () => {
+    const slots = freeSlots(berlinSundayNights, [], rules(), '2027-03-28', '2027-03-28', now);
+    expect(labels(slots)).toEqual(['00:00', '01:00', '03:00', '04:00', '05:00']);
+    const byLabel = Object.fromEntries(slots.map((s) => [s.slot.slice(11, 16), s]));
+    expect(byLabel['01:00']).toMatchObject({
+      startsAt: '2027-03-28T00:00:00.000Z',
+      endsAt: '2027-03-28T01:00:00.000Z',
+    });
+    expect(byLabel['03:00']).toMatchObject({
+      startsAt: '2027-03-28T01:00:00.000Z',
+      endsAt: '2027-03-28T02:00:00.000Z',
+    });
+  });
+
+  it('keeps local midnight when stepping days across a transition', () => {
+    const daily: Schedule = {
+      timezone: 'Europe/Berlin',
+      weekly: Object.fromEntries(
+        ['friday', 'saturday', 'sunday', 'monday'].map((d) => [d, [{ start: '09:00', end: '10:00' }]]),
+      ),
+      overrides: {},
+    };
+    const slots = freeSlots(daily, [], rules(), '2027-03-26', '2027-03-29', now);
+    expect(slots.map((s) => [s.slot, s.startsAt])).toEqual([
+      ['2027-03-26T09:00:00', '2027-03-26T08:00:00.000Z'],
+      ['2027-03-27T09:00:00', '2027-03-27T08:00:00.000Z'],
+      ['2027-03-28T09:00:00', '2027-03-28T07:00:00.000Z'],
+      ['2027-03-29T09:00:00', '2027-03-29T07:00:00.000Z'],
+    ]);
+  });
+});
+
+describe('freeSlots in a zone far from UTC (Pacific/Auckland, UTC+13 in December)', () => {
+  const mornings = [{ start: '07:00', end: '09:00' }];
+  const auckland: Schedule = {
+    timezone: 'Pacific/Auckland',
+    weekly: { wednesday: mornings },
+    overrides: {},
+  };
+
+  it('reads from/to as local dates: a Wednesday morning there is Tuesday evening in UTC', () => {
+    const now = new Date('2026-11-30T00:00:00Z');
+    const slots = freeSlots(auckland, [], rules(), '2026-12-02', '2026-12-02', now);
+    expect(slots).toEqual([
+      {
+        slot: '2026-12-02T07:00:00',
+        startsAt: '2026-12-01T18:00:00.000Z',
+        endsAt: '2026-12-01T19:00:00.000Z',
+        remainingSeats: 1,
+      },
+      {
+        slot: '2026-12-02T08:00:00',
+        startsAt: '2026-12-01T19:00:00.000Z',
+        endsAt: '2026-12-01T20:00:00.000Z',
+        remainingSeats: 1,
+      },
+    ]);
+    expect(localDate(slots[0]!.startsAt, 'Pacific/Auckland')).toBe('2026-12-02');
+    expect(localDate(slots[0]!.startsAt, 'UTC')).toBe('2026-12-01');
+    expect(dayMonthYear(slots[0]!.startsAt, 'Pacific/Auckland')).toBe('02/12/2026');
+    expect(dayMonthYear(slots[0]!.startsAt, 'UTC')).toBe('01/12/2026');
+  });
+
+  it('applies the minimum notice to the instant, not the local date', () => {
+    // 17:30Z on 1 Dec is 06:30 on 2 Dec in Auckland: one hour of notice drops the 07:00 slot only.
+    const now = new Date('2026-12-01T17:30:00Z');
+    const slots = freeSlots(auckland, [], rules({ minimumNoticeHours: 1 }), '2026-12-02', '2026-12-02', now);
+    expect(labels(slots)).toEqual(['08:00']);
+  });
+
+  it('finds the hours of a date by its local weekday', () => {
+    const wednesday = DateTime.fromISO('2026-12-02', { zone: 'Pacific/Auckland' });
+    expect(hoursOn(auckland, wednesday)).toEqual(mornings);
+    expect(hoursOn(auckland, wednesday.minus({ days: 1 }))).toEqual([]);
+  });
+});
+
+describe('freeSlots with reservations', () => {
+  const hours = [{ start: '09:00', end: '12:00' }];
+  const schedule: Schedule = { timezone: 'Europe/Berlin', weekly: { wednesday: hours }, overrides: {} };
+  const now = new Date('2026-12-01T08:00:00Z');
+  const held = (serviceId: string, startsAt: string, endsAt: string, clientId = 'x'): Reservation => ({
+    sessionId: `${serviceId}-${startsAt}-${clientId}`,
+    serviceId,
+    clientId,
+    startsAt,
+    endsAt,
+  });
+
+  it('hides a slot overlapping a hold, even partially', () => {
+    const busy = [held('yoga', '2026-12-02T09:30:00.000Z', '2026-12-02T10:00:00.000Z')];
+    expect(labels(freeSlots(schedule, busy, rules(), '2026-12-02', '2026-12-02', now))).toEqual([
+      '09:00',
+      '11:00',
+    ]);
+  });
+
+  it('counts remaining seats of a group slot and hides it when full', () => {
+    const group = rules({ serviceId: 'circle', groupSession: true, maxGroupSize: 2 });
+    const one = [held('circle', '2026-12-02T08:00:00.000Z', '2026-12-02T09:00:00.000Z', 'a')];
+    const seats = freeSlots(schedule, one, group, '2026-12-02', '2026-12-02', now).map((s) => [
+      s.slot.slice(11, 16),
+      s.remainingSeats,
+    ]);
+    expect(seats).toEqual([
+      ['09:00', 1],
+      ['10:00', 2],
+      ['11:00', 2],
+    ]);
+    const two = [...one, held('circle', '2026-12-02T08:00:00.000Z', '2026-12-02T09:00:00.000Z', 'b')];
+    expect(labels(freeSlots(schedule, two, group, '2026-12-02', '2026-12-02', now))).toEqual([
+      '10:00',
+      '11:00',
+    ]);
+  });
+});
+
+describe('parseLocal', () => {
+  it('reads a local date-time in the zone, with or without seconds', () => {
+    expect(parseLocal('2026-12-02T10:00:00', 'Europe/Berlin')?.toUTC().toISO()).toBe(
+      '2026-12-02T09:00:00.000Z',
+    );
+    expect(parseLocal('2026-12-02T10:00', 'Europe/Berlin')?.toUTC().toISO()).toBe('2026-12-02T09:00:00.000Z');
+    expect(parseLocal('2026-07-02T10:00:00', 'Europe/Berlin')?.toUTC().toISO()).toBe(
+      '2026-07-02T08:00:00.000Z',
+    );
+    expect(parseLocal('2026-12-02T10:00:00', 'America/New_York')?.toUTC().toISO()).toBe(
+      '2026-12-02T15:00:00.000Z',
+    );
+  });
+
+  it('answers null for a wall time inside the spring gap', () => {
+    expect(parseLocal('2027-03-28T02:00:00', 'Europe/Berlin')).toBeNull();
+    expect(parseLocal('2027-03-28T02:30:00', 'Europe/Berlin')).toBeNull();
+    expect(parseLocal('2027-03-28T03:00:00', 'Europe/Berlin')?.toUTC().toISO()).toBe(
+      '2027-03-28T01:00:00.000Z',
+    );
+  });
+
+  it('takes the first occurrence of a wall time in the autumn fold', () => {
+    expect(parseLocal('2027-10-31T02:30:00', 'Europe/Berlin')?.toUTC().toISO()).toBe(
+      '2027-10-31T00:30:00.000Z',
+    );
+  });
+
+  it.each(['nope', '2026-02-30T10:00:00', '2026-12-02T25:00:00', ''])('answers null for %p', (s) => {
+    expect(parseLocal(s, 'Europe/Berlin')).toBeNull();
+  });
+});
+
+describe('dayMonthYear and localDate', () => {
+  it("formats an instant as dd/mm/yyyy in the zone's calendar", () => {
+    const lateEvening = '2026-12-01T23:30:00.000Z';
+    expect(dayMonthYear(lateEvening, 'UTC')).toBe('01/12/2026');
+    expect(dayMonthYear(lateEvening, 'Europe/Berlin')).toBe('02/12/2026');
+    expect(dayMonthYear(new Date(lateEvening), 'America/New_York')).toBe('01/12/2026');
+    expect(dayMonthYear('2027-01-05T10:00:00Z', 'Europe/Lisbon')).toBe('05/01/2027');
+  });
+
+  it('gives the local date of an instant', () => {
+    expect(localDate('2026-12-31T23:30:00Z', 'Europe/Berlin')).toBe('2027-01-01');
+    expect(localDate(new Date('2026-12-31T23:30:00Z'), 'America/New_York')).toBe('2026-12-31');
+  });
+});
