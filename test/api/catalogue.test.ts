@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sessionsBookedData } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 let t: TestSystem;
@@ -312,12 +313,11 @@ describe('GET /api/v1/coach/client/{client_id}', () => {
     expect(before.body).toEqual({ error: 'user_not_found', message: expect.any(String), code: 404 });
 
     const groupId = randomUUID();
-    await appendAndWait(`booking-${groupId}`, 'SessionsBooked', {
-      groupId,
-      coachId: coach.id,
-      clientId: client.id,
-      serviceId,
-    });
+    await appendAndWait(
+      `booking-${groupId}`,
+      'SessionsBooked',
+      sessionsBookedData({ groupId, coachId: coach.id, clientId: client.id, serviceId }),
+    );
     const res = await t.request('GET', path, { token: coach.token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({

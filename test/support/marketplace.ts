@@ -73,3 +73,46 @@ export function marketplace(t: TestSystem) {
     },
   };
 }
+
+/** A complete SessionsBooked event's data, as the booking route writes it, for read-model tests. */
+export function sessionsBookedData(ids: {
+  groupId: string;
+  coachId: string;
+  clientId: string;
+  serviceId: string;
+}) {
+  const sessionId = randomUUID();
+  return {
+    ...ids,
+    timezone: 'Europe/Berlin',
+    bookedAt: '2030-01-01T08:00:00.000Z',
+    sessions: [
+      {
+        sessionId,
+        startsAt: '2030-01-02T09:00:00.000Z',
+        endsAt: '2030-01-02T10:00:00.000Z',
+        slot: '2030-01-02T10:00:00',
+      },
+    ],
+    terms: {
+      paymentId: randomUUID(),
+      serviceName: 'Tennis basics',
+      price: 40,
+      currency: 'EUR',
+      promo: false,
+      minutesDuration: 60,
+      cancellationHours: 24,
+      numberOfSessions: 1,
+      expiresInDays: 30,
+      method: 'card',
+      methodId: 1,
+      addressId: null,
+      clientAddress: '',
+      clientLocation: null,
+      parking: '',
+      parkingDescription: '',
+      orderDescription: '',
+      paymentExpiresAt: '2030-01-02T08:00:00.000Z',
+    },
+  };
+}
