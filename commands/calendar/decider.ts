@@ -35,6 +35,9 @@ export type CalendarCommand =
       now: string;
     };
 
+/** The shortest time a booking gets to be paid, unless its session starts sooner. */
+export const MIN_PAYMENT_MINUTES = 15;
+
 const unavailable = (message: string): DomainError => ({ code: 'slot_unavailable', message });
 
 export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
@@ -109,9 +112,12 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           });
         }
         const firstStart = Math.min(...held.map((h) => Date.parse(h.startsAt)));
-        const expires = Math.min(
-          now.getTime() + command.paymentWindowHours * 3_600_000,
-          firstStart - 3_600_000,
+        // Pay within the window, and an hour before the first session; but a slot booked at short notice
+        // still gets MIN_PAYMENT_MINUTES (never past its start) rather than a deadline that is already due.
+        const floor = Math.min(now.getTime() + MIN_PAYMENT_MINUTES * 60_000, firstStart);
+        const expires = Math.max(
+          floor,
+          Math.min(now.getTime() + command.paymentWindowHours * 3_600_000, firstStart - 3_600_000),
         );
         return right([
           {
@@ -127,7 +133,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
               sessions: held,
               terms: {
                 ...command.terms,
-                paymentExpiresAt: new Date(Math.max(expires, now.getTime())).toISOString(),
+                paymentExpiresAt: new Date(expires).toISOString(),
               },
               reservedAt: command.now,
             },

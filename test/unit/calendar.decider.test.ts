@@ -1,5 +1,5 @@
 import { isLeft, isRight, type Either } from 'fp-ts/Either';
-import { calendar, type CalendarCommand } from '../../commands/calendar/decider';
+import { calendar, MIN_PAYMENT_MINUTES, type CalendarCommand } from '../../commands/calendar/decider';
 import type { CalendarEvent, Schedule, SlotsReserved } from '../../commands/calendar/events';
 import type { SlotRules } from '../../commands/calendar/slots';
 import type { DomainError } from '../../src/decider';
@@ -340,12 +340,29 @@ describe('calendar decider: ReserveSlots', () => {
       expect(data.terms.paymentExpiresAt).toBe('2026-12-01T10:00:00.000Z');
     });
 
-    it('is never before now (a slot within the hour)', () => {
+    it('leaves at least MIN_PAYMENT_MINUTES to pay for a slot within the hour', () => {
       // 09:30 Berlin with 30-minute steps starts 08:30Z, half an hour from now.
       const data = reservedOf(
-        given([scheduleSet()]).when(reserve(['2026-12-01T09:30:00'], { rules: { minutesDuration: 30 } })),
+        given([scheduleSet()]).when(
+          reserve(['2026-12-01T09:30:00'], { rules: { minutesDuration: 30, minimumNoticeHours: 0 } }),
+        ),
       );
-      expect(data.terms.paymentExpiresAt).toBe(NOW);
+      expect(data.terms.paymentExpiresAt).toBe(
+        new Date(Date.parse(NOW) + MIN_PAYMENT_MINUTES * 60_000).toISOString(),
+      );
+    });
+
+    it('never lets the payment deadline pass the session start', () => {
+      // 09:00 Berlin is 08:00Z today, ten minutes after a clock at 07:50Z.
+      const data = reservedOf(
+        given([scheduleSet()]).when(
+          reserve(['2026-12-01T09:00:00'], {
+            now: '2026-12-01T07:50:00.000Z',
+            rules: { minimumNoticeHours: 0 },
+          }),
+        ),
+      );
+      expect(data.terms.paymentExpiresAt).toBe('2026-12-01T08:00:00.000Z');
     });
   });
 });
