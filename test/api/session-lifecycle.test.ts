@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { calendarStream } from '../../commands/calendar/events';
-import { marketplace } from '../support/marketplace';
+import { bookingTerms, eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 let now = new Date('2026-12-01T08:00:00Z');
@@ -25,6 +25,9 @@ const freeSlots = async (serviceId: string) =>
       `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
     )
   ).body.slots.map((s: { slot: string }) => s.slot);
+
+const sessionAs = async (token: string, id: string) =>
+  (await t.request('GET', `/api/v1/session/${id}`, { token })).body;
 
 async function booked(over: Record<string, unknown> = {}) {
   const coach = await m.coach();
@@ -176,33 +179,35 @@ describe('bookings follow their payment, and heal after a crash', () => {
       token: service,
     });
     expect(res.status).toBe(200);
-    let s: any;
-    for (let i = 0; i < 50; i++) {
-      s = (await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token })).body;
-      if (s.state === 'canceled') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const s = await eventually(
+      () => sessionAs(client.token, session.id),
+      (x) => x.state === 'canceled',
+    );
     expect(s).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
-    for (let i = 0; i < 50 && !(await freeSlots(serviceId)).includes(SLOT); i++)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(await freeSlots(serviceId)).toContain(SLOT);
+    expect(
+      await eventually(
+        () => freeSlots(serviceId),
+        (slots) => slots.includes(SLOT),
+      ),
+    ).toContain(SLOT);
   });
 
   it('an unpaid booking past its payment expiry is canceled by the system and its slot comes back', async () => {
     const { client, serviceId, session } = await booked();
     now = new Date('2026-12-02T08:30:00Z'); // past paymentExpiresAt (one hour before the 09:00 UTC start)
     expect(await t.system.sweepExpiredPayments()).toBeGreaterThanOrEqual(1);
-    let s: any;
-    for (let i = 0; i < 60; i++) {
-      s = (await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token })).body;
-      if (s.state === 'canceled') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const s = await eventually(
+      () => sessionAs(client.token, session.id),
+      (x) => x.state === 'canceled',
+    );
     expect(s).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
     now = new Date('2026-12-01T08:00:00Z');
-    for (let i = 0; i < 50 && !(await freeSlots(serviceId)).includes(SLOT); i++)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(await freeSlots(serviceId)).toContain(SLOT);
+    expect(
+      await eventually(
+        () => freeSlots(serviceId),
+        (slots) => slots.includes(SLOT),
+      ),
+    ).toContain(SLOT);
   });
 
   it('a received payment shows on the session', async () => {
@@ -217,12 +222,10 @@ describe('bookings follow their payment, and heal after a crash', () => {
           })
         ).status,
       ).toBe(200);
-    let s: any;
-    for (let i = 0; i < 50; i++) {
-      s = (await t.request('GET', `/api/v1/session/${session.id}`, { token: client.token })).body;
-      if (s.paymentState === 'received') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const s = await eventually(
+      () => sessionAs(client.token, session.id),
+      (x) => x.paymentState === 'received',
+    );
     expect(s.paymentState).toBe('received');
   });
 
@@ -251,36 +254,15 @@ describe('bookings follow their payment, and heal after a crash', () => {
               slot: SLOT,
             },
           ],
-          terms: {
-            paymentId,
-            serviceName: 'Tennis basics',
-            price: 40,
-            currency: 'EUR',
-            promo: false,
-            minutesDuration: 60,
-            cancellationHours: 24,
-            numberOfSessions: 1,
-            expiresInDays: 30,
-            method: 'card',
-            methodId: 1,
-            addressId: null,
-            clientAddress: '',
-            clientLocation: null,
-            parking: '',
-            parkingDescription: '',
-            orderDescription: '',
-            paymentExpiresAt: '2026-12-02T08:00:00.000Z',
-          },
+          terms: bookingTerms({ paymentId, paymentExpiresAt: '2026-12-02T08:00:00.000Z' }),
           reservedAt: now.toISOString(),
         },
       },
     ]);
-    let s: any;
-    for (let i = 0; i < 60; i++) {
-      s = await t.request('GET', `/api/v1/session/${sessionId}`, { token: client.token });
-      if (s.status === 200) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const s = await eventually(
+      () => t.request('GET', `/api/v1/session/${sessionId}`, { token: client.token }),
+      (r) => r.status === 200,
+    );
     expect(s.status).toBe(200);
     expect(s.body).toMatchObject({
       id: sessionId,

@@ -1,3 +1,4 @@
+import type { BookingTerms } from '../../commands/calendar/events';
 import { randomUUID } from 'node:crypto';
 import type { TestSystem } from './system';
 
@@ -94,25 +95,46 @@ export function sessionsBookedData(ids: {
         slot: '2030-01-02T10:00:00',
       },
     ],
-    terms: {
-      paymentId: randomUUID(),
-      serviceName: 'Tennis basics',
-      price: 40,
-      currency: 'EUR',
-      promo: false,
-      minutesDuration: 60,
-      cancellationHours: 24,
-      numberOfSessions: 1,
-      expiresInDays: 30,
-      method: 'card',
-      methodId: 1,
-      addressId: null,
-      clientAddress: '',
-      clientLocation: null,
-      parking: '',
-      parkingDescription: '',
-      orderDescription: '',
-      paymentExpiresAt: '2030-01-02T08:00:00.000Z',
-    },
+    terms: bookingTerms({ paymentExpiresAt: '2030-01-02T08:00:00.000Z' }),
   };
+}
+
+/** The terms a booking carries (a one-session, 40 EUR, 60-minute service paid by card). */
+export function bookingTerms(over: Partial<BookingTerms> = {}): BookingTerms {
+  return {
+    paymentId: randomUUID(),
+    serviceName: 'Tennis basics',
+    price: 40,
+    currency: 'EUR',
+    promo: false,
+    minutesDuration: 60,
+    cancellationHours: 24,
+    numberOfSessions: 1,
+    expiresInDays: 30,
+    method: 'card',
+    methodId: 1,
+    addressId: null,
+    clientAddress: '',
+    clientLocation: null,
+    parking: '',
+    parkingDescription: '',
+    orderDescription: '',
+    paymentExpiresAt: '2030-01-02T08:00:00.000Z',
+    ...over,
+  };
+}
+
+/** Polls `read` until `done` holds (projections and process managers run asynchronously), or gives up. */
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 3000,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let value = await read();
+  while (!done(value) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 50));
+    value = await read();
+  }
+  return value;
 }
