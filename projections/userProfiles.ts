@@ -5,7 +5,7 @@ import type { Projection } from './runner';
 /** Read model `user_profiles`: the latest profile of each user, whole, as the event carries it. */
 export const userProfilesProjection: Projection = {
   name: 'user_profiles',
-  handles: ['UserProfileUpserted'],
+  handles: ['UserProfileUpserted', 'ProfileMediaChanged'],
   async apply(tx, recorded) {
     const event = { type: recorded.type, data: recorded.data } as UserEvent;
     switch (event.type) {
@@ -18,8 +18,17 @@ export const userProfilesProjection: Projection = {
         );
         return;
       }
+      case 'ProfileMediaChanged': {
+        // A profile created later carries the media itself (the decider merges it in).
+        const { userId, mediaType, mediaUrl, mediaPreviewUrl, at } = event.data;
+        await tx.query(
+          `UPDATE user_profiles SET profile = profile || $2::jsonb, updated_at = $3 WHERE id = $1`,
+          [userId, JSON.stringify({ mediaType, mediaUrl, mediaPreviewUrl }), at],
+        );
+        return;
+      }
       default:
-        assertNever(event.type);
+        assertNever(event);
     }
   },
 };

@@ -1,18 +1,30 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider } from '../../src/decider';
-import type { UserEvent, UserProfile } from './events';
+import { blobUrl } from '../../src/storage/types';
+import type { ProfileMediaChanged, UserEvent, UserProfile } from './events';
 
 export interface UserState {
   profile: UserProfile | null;
+  /** The last profile media upload (kept apart too, as a profile may not exist yet when it happens). */
+  media?: Omit<ProfileMediaChanged['data'], 'userId' | 'replacedKeys' | 'at'>;
 }
 
-export type UserCommand = {
-  type: 'UpsertUserProfile';
-  userId: string;
-  /** Only the fields the caller sent; the others keep their value (or their default on creation). */
-  fields: Partial<UserProfile>;
-  now: string;
-};
+export type UserCommand =
+  | {
+      type: 'UpsertUserProfile';
+      userId: string;
+      /** Only the fields the caller sent; the others keep their value (or their default on creation). */
+      fields: Partial<UserProfile>;
+      now: string;
+    }
+  | {
+      type: 'SetProfileMedia';
+      userId: string;
+      mediaType: 'image' | 'video';
+      mediaKey: string;
+      previewKey: string | null;
+      now: string;
+    };
 
 /** A new profile must at least say who it is and how to reach them. */
 export const REQUIRED_ON_CREATE = ['firstName', 'lastName', 'email', 'type'] as const;
@@ -43,12 +55,20 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
   initialState: () => ({ profile: null }),
 
-  evolve(_state, event) {
+  evolve(state, event) {
     switch (event.type) {
       case 'UserProfileUpserted':
-        return { profile: event.data.profile };
+        return { ...state, profile: event.data.profile };
+      case 'ProfileMediaChanged': {
+        const { userId: _u, replacedKeys: _r, at: _a, ...media } = event.data;
+        const { mediaType, mediaUrl, mediaPreviewUrl } = media;
+        return {
+          media,
+          profile: state.profile && { ...state.profile, mediaType, mediaUrl, mediaPreviewUrl },
+        };
+      }
       default:
-        return assertNever(event.type);
+        return assertNever(event);
     }
   },
 
@@ -64,7 +84,9 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
             return left({ code: 'validation', message: `a new profile needs ${missing.join(', ')}` });
         }
         const before = state.profile;
-        const profile = { ...DEFAULT_PROFILE, ...before, ...given } as UserProfile;
+        // Media uploaded before the profile existed becomes part of it on creation.
+        const media = !before && state.media ? mediaFields(state.media) : {};
+        const profile = { ...DEFAULT_PROFILE, ...media, ...before, ...given } as UserProfile;
         const changed = (Object.keys(profile) as (keyof UserProfile)[]).filter(
           (k) => !before || !same(before[k], profile[k]),
         );
@@ -77,8 +99,36 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
           },
         ]);
       }
+      case 'SetProfileMedia': {
+        const old = state.media;
+        const keep = new Set([command.mediaKey, command.previewKey]);
+        const replacedKeys = old
+          ? [old.mediaKey, old.previewKey].filter((k): k is string => !!k && !keep.has(k))
+          : [];
+        return right([
+          {
+            type: 'ProfileMediaChanged',
+            data: {
+              userId: command.userId,
+              mediaType: command.mediaType,
+              mediaKey: command.mediaKey,
+              previewKey: command.previewKey,
+              mediaUrl: blobUrl(command.mediaKey),
+              mediaPreviewUrl: command.previewKey ? blobUrl(command.previewKey) : '',
+              replacedKeys,
+              at: command.now,
+            },
+          },
+        ]);
+      }
       default:
-        return assertNever(command.type);
+        return assertNever(command);
     }
   },
 };
+
+const mediaFields = (m: NonNullable<UserState['media']>) => ({
+  mediaType: m.mediaType,
+  mediaUrl: m.mediaUrl,
+  mediaPreviewUrl: m.mediaPreviewUrl,
+});

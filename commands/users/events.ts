@@ -45,6 +45,25 @@ export type UserProfileUpserted = DomainEvent<
   }
 >;
 
-export type UserEvent = UserProfileUpserted;
+/**
+ * The user uploaded profile media (endpoint 14): blob keys, the URLs the app serves them at, and the keys
+ * of the previous upload that are now unreferenced (`replacedKeys`, deleted after the event is stored).
+ */
+export type ProfileMediaChanged = DomainEvent<
+  'ProfileMediaChanged',
+  {
+    userId: string;
+    /** `image` or `video`. */
+    mediaType: string;
+    mediaKey: string;
+    previewKey: string | null;
+    mediaUrl: string;
+    mediaPreviewUrl: string;
+    replacedKeys: string[];
+    at: string;
+  }
+>;
+
+export type UserEvent = UserProfileUpserted | ProfileMediaChanged;
 
 export const profileStream = (userId: string) => `profile-${userId}`;
