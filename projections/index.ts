@@ -12,9 +12,22 @@ import { servicesProjection } from './services';
 import { coachClientsProjection } from './coachClients';
 import { reviewsProjection } from './reviews';
 import { completedSessionsProjection } from './completedSessions';
+import { videosProjection } from './videos';
+import { emailProcess } from './emailProcess';
+import { notificationProcess } from './notificationProcess';
+import { notificationsProjection } from './notifications';
+import type { Database } from '../src/db/database';
+import type { Logger } from '../src/log';
+import type { Mailer } from '../src/mail/mailer';
 
 /** Every read model and process manager the service runs. */
-export const allProjections = (ctx: { store: EventStore; clock: () => Date }): Projection[] => [
+export const allProjections = (ctx: {
+  store: EventStore;
+  clock: () => Date;
+  db: Database;
+  mailer: Mailer;
+  log: Logger;
+}): Projection[] => [
   addressesProjection,
   userProfilesProjection,
   servicesProjection,
@@ -27,4 +40,8 @@ export const allProjections = (ctx: { store: EventStore; clock: () => Date }): P
   calendarProjection,
   sessionsProjection,
   bookingProcess(ctx.store, ctx.clock),
+  videosProjection,
+  notificationsProjection,
+  notificationProcess(ctx.store),
+  emailProcess(ctx),
 ];

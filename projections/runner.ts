@@ -36,7 +36,8 @@ export function isTransient(err: unknown): boolean {
     code === '40P01' || // deadlock
     code === '57P01' || // admin shutdown
     code === '53300' || // too many connections
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
+    (err as { transient?: unknown })?.transient === true // a side effect that may pass (e.g. mail 4xx)
   );
 }
 

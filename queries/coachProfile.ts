@@ -8,6 +8,7 @@ import { optionalPrincipal } from './caller';
 import { coachRating } from './reviews';
 import { coachServices, type ServiceOut } from './services';
 import { findCoach } from './users';
+import { listVideos, type FileBase } from './videos';
 
 /** The interface document's `PublicCoachProfileOut`. Nullable numbers are null when nothing backs them. */
 export interface PublicCoachProfileOut {
@@ -26,7 +27,7 @@ export interface PublicCoachProfileOut {
   serviceTypes: string[];
   services: ServiceOut[];
   images: unknown[];
-  videos: unknown[];
+  videos: FileBase[];
   certificates: unknown[];
   distance: number | null;
   experience: number;
@@ -73,12 +74,13 @@ export function coachProfileQueries(deps: AppDeps): Router {
     const caller = optionalPrincipal(ctx);
     const coach = await findCoach(deps.db, coachId);
     if (!coach) throw notFound('coach_not_found', 'no such coach');
-    const [services, rating, count, coachPlace, callerPlace] = await Promise.all([
+    const [services, rating, count, coachPlace, callerPlace, videos] = await Promise.all([
       coachServices(deps.db, coachId, false),
       coachRating(deps.db, coachId),
       sessionCount(deps.db, coachId),
       defaultAddress(deps.db, coachId),
       caller ? defaultAddress(deps.db, caller.userId) : Promise.resolve(null),
+      listVideos(deps.db, coachId),
     ]);
     const cheapest = services.reduce<ServiceOut | null>((m, s) => (!m || s.price < m.price ? s : m), null);
     const prices = services.map((s) => s.price);
@@ -99,7 +101,7 @@ export function coachProfileQueries(deps: AppDeps): Router {
       serviceTypes: [...new Set(services.flatMap((s) => s.serviceTypes))].sort(),
       services,
       images: [], // no image upload exists yet
-      videos: [], // preview videos arrive with the storage issue; they will be listed here
+      videos, // the coach's preview videos (FileBase), in the coach's order
       certificates: [], // no certificate upload exists yet
       distance:
         coachPlace && callerPlace ? Math.round(greatCircleKm(callerPlace, coachPlace) * 100) / 100 : null,

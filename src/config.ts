@@ -12,6 +12,8 @@ export interface Config {
   jwt: { secret?: string; publicKey?: string; usingDevSecret: boolean };
   /** How long a command waits for its projections before answering (read-your-writes). */
   consistencyWaitMs: number;
+  /** Largest uploaded file (each part of a multipart upload), bytes; 413 beyond. */
+  maxUploadBytes: number;
 }
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me';
@@ -39,5 +41,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       usingDevSecret,
     },
     consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
+    maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),
   };
 }

@@ -2,6 +2,8 @@ import type { Config } from './config';
 import type { Database } from './db/database';
 import type { EventStore } from './eventstore/types';
 import type { Logger } from './log';
+import type { BlobStore } from './storage';
+import type { Mailer } from './mail/mailer';
 import type { ProjectionRunner } from '../projections/runner';
 
 /** What routes are built from. Clock and ids are injected so tests and replays control them. */
@@ -13,4 +15,7 @@ export interface AppDeps {
   log: Logger;
   clock: () => Date;
   newId: () => string;
+  /** Blob storage: S3 when S3_ENDPOINT is set, else DATA_DIR/blobs. */
+  blobs: BlobStore;
+  mailer: Mailer;
 }

@@ -14,6 +14,12 @@ import { calendarCommands } from '../commands/calendar/routes';
 import { bookingCommands } from '../commands/booking/routes';
 import { availabilityQueries } from '../queries/availability';
 import { sessionQueries } from '../queries/sessions';
+import { videoCommands } from '../commands/videos/routes';
+import { videoQueries } from '../queries/videos';
+import { profileMediaCommands } from '../commands/users/media';
+import { notificationCommands } from '../commands/notifications/routes';
+import { notificationQueries } from '../queries/notifications';
+import { emailCommands } from '../commands/email/routes';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
@@ -33,4 +39,10 @@ export const routers = (deps: AppDeps): Router[] => [
   paymentCommands(deps),
   paymentQueries(deps),
   paymentAuditQueries(deps),
+  videoCommands(deps),
+  videoQueries(deps),
+  profileMediaCommands(deps),
+  notificationCommands(deps),
+  notificationQueries(deps),
+  emailCommands(deps),
 ];

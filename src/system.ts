@@ -15,6 +15,8 @@ import { createLogger, type Logger } from './log';
 import { createProjectionRunner, type ProjectionRunner } from '../projections/runner';
 import { allProjections } from '../projections';
 import { createPaymentExpirySweeper } from './paymentExpirySweeper';
+import { openBlobStore } from './storage';
+import { createMailer } from './mail/mailer';
 
 export interface System {
   deps: AppDeps;
@@ -57,7 +59,8 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   await migrate(db);
   const store = overrides.store ?? (await openEventStore(config, db));
   const clock = overrides.clock ?? (() => new Date());
-  const runner = createProjectionRunner(store, db, allProjections({ store, clock }), log);
+  const mailer = createMailer(config);
+  const runner = createProjectionRunner(store, db, allProjections({ store, clock, db, mailer, log }), log);
   await runner.start();
   const deps: AppDeps = {
     config,
@@ -67,6 +70,8 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     log,
     clock,
     newId: overrides.newId ?? randomUUID,
+    blobs: await openBlobStore(config),
+    mailer,
   };
   const expirySweeper = createPaymentExpirySweeper(deps);
   expirySweeper.start();
@@ -78,6 +83,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     async close() {
       await expirySweeper.stop();
       await runner.stop();
+      mailer.close();
       if (!overrides.store) await store.close();
       if (!overrides.db) await db.close();
     },

@@ -1,6 +1,8 @@
 import { catalogueMigrations } from './migrations/catalogue';
 import { bookingMigrations } from './migrations/booking';
 import { paymentMigrations } from './migrations/payments';
+import { storageMigrations } from './migrations/storage';
+import { notificationMigrations } from './migrations/notifications';
 
 /**
  * Read-model schema, in order. A migration is never edited once released; add a new one instead.
@@ -64,4 +66,6 @@ CREATE UNIQUE INDEX addresses_one_default ON addresses (user_id) WHERE is_defaul
   ...catalogueMigrations,
   ...bookingMigrations,
   ...paymentMigrations,
+  ...storageMigrations,
+  ...notificationMigrations,
 ];

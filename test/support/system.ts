@@ -1,4 +1,7 @@
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from '../../src/config';
 import { signToken, type Role } from '../../src/http/auth';
@@ -25,7 +28,14 @@ export async function startTestSystem(
   overrides: SystemOverrides & { env?: NodeJS.ProcessEnv } = {},
 ): Promise<TestSystem> {
   const database = await testDatabase();
-  const config = loadConfig({ JWT_SECRET: 'test-secret', CONSISTENCY_WAIT_MS: '3000', ...overrides.env });
+  // Files the service writes (the mail outbox) go to a temporary DATA_DIR unless the test names one.
+  const tmpDir = overrides.env?.DATA_DIR ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-test-'));
+  const config = loadConfig({
+    JWT_SECRET: 'test-secret',
+    CONSISTENCY_WAIT_MS: '3000',
+    ...(tmpDir ? { DATA_DIR: tmpDir } : {}),
+    ...overrides.env,
+  });
   const system = await createSystem(config, { db: database.db, ...overrides });
   const server = http.createServer(system.app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -60,6 +70,7 @@ export async function startTestSystem(
       server.closeAllConnections();
       await system.close();
       await database.drop();
+      if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,64 @@
+import type { EmailFacts } from './events';
+
+export interface RenderedEmail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const when = (f: EmailFacts) =>
+  f.slots?.length
+    ? `${f.slots.map((s) => s.replace('T', ' ').slice(0, 16)).join(', ')} (${f.timezone ?? 'UTC'})`
+    : '';
+
+/** Subject and body of each template; plain text first, the HTML part says the same. */
+export function renderEmail(f: EmailFacts): RenderedEmail {
+  const service = f.serviceName ?? 'your session';
+  const at = when(f);
+  const lines: string[] = [`Hello ${f.recipientName || 'there'},`, ''];
+  let subject: string;
+  switch (f.template) {
+    case 'verification':
+      subject = 'Verify your e-mail address';
+      lines.push('Please confirm your e-mail address.');
+      if (f.code) lines.push(`Your verification code: ${f.code}`);
+      if (f.link) lines.push(`Or open: ${f.link}`);
+      break;
+    case 'booking':
+      subject = f.role === 'coach' ? `New booking: ${service}` : `Booking received: ${service}`;
+      lines.push(
+        f.role === 'coach'
+          ? `A client booked ${service}${at ? ` on ${at}` : ''}. Please approve or decline it.`
+          : `Your booking of ${service}${at ? ` on ${at}` : ''} is received and waits for the coach.`,
+      );
+      break;
+    case 'approve':
+      subject = `Session approved: ${service}`;
+      lines.push(`Your coach approved ${service}${at ? ` on ${at}` : ''}.`);
+      break;
+    case 'decline':
+      subject = `Session declined: ${service}`;
+      lines.push(`Your coach declined ${service}${at ? ` on ${at}` : ''}.`);
+      if (f.reason) lines.push(`Reason: ${f.reason}`);
+      break;
+    case 'cancel':
+      subject = `Session canceled: ${service}`;
+      lines.push(`${service}${at ? ` on ${at}` : ''} was canceled${f.by ? ` by the ${f.by}` : ''}.`);
+      if (f.reason) lines.push(`Reason: ${f.reason}`);
+      break;
+    case 'dispute':
+      subject = `Session disputed: ${service}`;
+      lines.push(`Your client disputed ${service}${at ? ` on ${at}` : ''}.`);
+      if (f.reason) lines.push(`Reason: ${f.reason}`);
+      break;
+  }
+  const text = lines.join('\n') + '\n';
+  const html = `<!doctype html><html><body>${lines
+    .filter((l) => l)
+    .map((l) => `<p>${escapeHtml(l)}</p>`)
+    .join('')}</body></html>`;
+  return { subject, text, html };
+}

@@ -1,0 +1,35 @@
+import * as t from 'io-ts';
+import { Uuid, boundedString, refine, strict } from '../../src/http/validation';
+
+const Ids = refine(
+  t.array(Uuid),
+  (a) => a.length >= 1 && a.length <= 200,
+  'ids',
+  'List should have 1 to 200 notification ids',
+);
+
+/** 25. PUT /api/v1/notifications */
+export const MarkReadBody = strict({ notifications: Ids }, {}, 'MarkNotificationsRead');
+/** 26. POST /api/v1/notification/event */
+export const NotificationEventBody = strict({ notificationIds: Ids }, {}, 'NotificationEvent');
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** 27. POST /api/v1/notification/channel: the address must suit the type (checked in the route). */
+export const ChannelBody = strict(
+  { type: t.keyof({ email: null, push: null, webhook: null }), address: boundedString(500, 1) },
+  {},
+  'NotificationChannel',
+);
+
+export function channelAddressProblem(type: 'email' | 'push' | 'webhook', address: string): string | null {
+  if (type === 'email') return EMAIL_RE.test(address) ? null : 'Input should be an e-mail address';
+  if (type === 'webhook') {
+    try {
+      const u = new URL(address);
+      return u.protocol === 'https:' ? null : 'Input should be an https URL';
+    } catch {
+      return 'Input should be an https URL';
+    }
+  }
+  return /^\S+$/.test(address) ? null : 'Input should be a push token without spaces';
+}

@@ -1,0 +1,138 @@
+import { left, right } from 'fp-ts/Either';
+import { assertNever, type Decider } from '../../src/decider';
+import type { ChannelType, NotificationEvent, NotificationFields } from './events';
+
+export interface NotificationRecord extends NotificationFields {
+  unread: boolean;
+  deliveredAt: string | null;
+}
+
+export interface Channel {
+  id: string;
+  type: ChannelType;
+  address: string;
+  createdAt: string;
+}
+
+/** One user's notifications (by id) and delivery channels. */
+export interface Inbox {
+  notifications: Map<string, NotificationRecord>;
+  causes: Set<string>;
+  channels: Channel[];
+}
+
+export type NotificationCommand =
+  | { type: 'CreateNotification'; notification: NotificationFields }
+  | { type: 'MarkRead'; userId: string; notificationIds: string[]; now: string }
+  | { type: 'RecordDelivered'; userId: string; notificationIds: string[]; now: string }
+  | {
+      type: 'RegisterChannel';
+      userId: string;
+      channelId: string;
+      channelType: ChannelType;
+      address: string;
+      now: string;
+    };
+
+/** Every id must be one of the user's notifications; none is touched otherwise. */
+const unknownIds = (state: Inbox, ids: string[]) => ids.filter((id) => !state.notifications.has(id));
+
+const notFound = (ids: string[]) =>
+  left({ code: 'notification_not_found', message: `no such notification of yours: ${ids.join(', ')}` });
+
+const unique = (ids: string[]) => [...new Set(ids.map((i) => i.toLowerCase()))];
+
+export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
+  initialState: () => ({ notifications: new Map(), causes: new Set(), channels: [] }),
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'NotificationCreated': {
+        const notifications = new Map(state.notifications);
+        notifications.set(event.data.notificationId, { ...event.data, unread: true, deliveredAt: null });
+        return { ...state, notifications, causes: new Set(state.causes).add(event.data.causationEventId) };
+      }
+      case 'NotificationsRead':
+      case 'NotificationsDelivered': {
+        const notifications = new Map(state.notifications);
+        for (const id of event.data.notificationIds) {
+          const n = notifications.get(id);
+          if (!n) continue;
+          notifications.set(
+            id,
+            event.type === 'NotificationsRead'
+              ? { ...n, unread: false }
+              : { ...n, deliveredAt: event.data.at },
+          );
+        }
+        return { ...state, notifications };
+      }
+      case 'NotificationChannelRegistered': {
+        const { channelId, type, address, at } = event.data;
+        return { ...state, channels: [...state.channels, { id: channelId, type, address, createdAt: at }] };
+      }
+      default:
+        return assertNever(event);
+    }
+  },
+
+  decide(command, state) {
+    switch (command.type) {
+      case 'CreateNotification': {
+        const n = command.notification;
+        // At-least-once delivery of the cause: a notification id or cause seen before is a repeat.
+        if (state.notifications.has(n.notificationId) || state.causes.has(n.causationEventId))
+          return right([]);
+        return right([{ type: 'NotificationCreated', data: n }]);
+      }
+      case 'MarkRead': {
+        const ids = unique(command.notificationIds);
+        const missing = unknownIds(state, ids);
+        if (missing.length) return notFound(missing);
+        const unread = ids.filter((id) => state.notifications.get(id)!.unread);
+        if (!unread.length) return right([]);
+        return right([
+          {
+            type: 'NotificationsRead',
+            data: { userId: command.userId, notificationIds: unread, at: command.now },
+          },
+        ]);
+      }
+      case 'RecordDelivered': {
+        const ids = unique(command.notificationIds);
+        const missing = unknownIds(state, ids);
+        if (missing.length) return notFound(missing);
+        const fresh = ids.filter((id) => state.notifications.get(id)!.deliveredAt === null);
+        if (!fresh.length) return right([]);
+        return right([
+          {
+            type: 'NotificationsDelivered',
+            data: { userId: command.userId, notificationIds: fresh, at: command.now },
+          },
+        ]);
+      }
+      case 'RegisterChannel': {
+        const same = state.channels.find(
+          (c) => c.type === command.channelType && c.address === command.address,
+        );
+        if (same) return right([]);
+        if (state.channels.length >= 20)
+          return left({ code: 'channel_limit_reached', message: 'a user keeps at most 20 channels' });
+        return right([
+          {
+            type: 'NotificationChannelRegistered',
+            data: {
+              userId: command.userId,
+              channelId: command.channelId,
+              type: command.channelType,
+              address: command.address,
+              at: command.now,
+            },
+          },
+        ]);
+      }
+      default:
+        return assertNever(command);
+    }
+  },
+};

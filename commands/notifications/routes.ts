@@ -1,0 +1,91 @@
+import Router from '@koa/router';
+import type { AppDeps } from '../../src/deps';
+import { authenticated, currentPrincipal, requireRole } from '../../src/http/auth';
+import { runCommand } from '../../src/http/command';
+import { ValidationError } from '../../src/http/errors';
+import { idempotent } from '../../src/http/idempotency';
+import { decode } from '../../src/http/validation';
+import { toNotificationOut } from '../../queries/notifications';
+import { ChannelBody, MarkReadBody, NotificationEventBody, channelAddressProblem } from './codecs';
+import { inbox } from './decider';
+import { notificationStream } from './events';
+
+export function notificationCommands(deps: AppDeps): Router {
+  const router = new Router();
+  const now = () => deps.clock().toISOString();
+
+  // 25. Marks the caller's notifications read; any id that is not one of the caller's is 404, none marked.
+  router.put('/api/v1/notifications', authenticated(), async (ctx) => {
+    const { notifications } = decode(MarkReadBody, ctx.request.body, 'body');
+    const { userId } = currentPrincipal(ctx);
+    const { state } = await runCommand(
+      deps,
+      ctx,
+      notificationStream(userId),
+      inbox,
+      { type: 'MarkRead', userId, notificationIds: notifications, now: now() },
+      ['notifications'],
+    );
+    // From the write model: exact even if the read model lags.
+    ctx.body = [...new Set(notifications.map((id) => id.toLowerCase()))].map((id) =>
+      toNotificationOut(state.notifications.get(id)!),
+    );
+  });
+
+  // 26. The caller's app reports these notifications delivered (displayed); the first report is recorded.
+  router.post('/api/v1/notification/event', authenticated(), idempotent(deps.db), async (ctx) => {
+    const { notificationIds } = decode(NotificationEventBody, ctx.request.body, 'body');
+    const { userId } = currentPrincipal(ctx);
+    const { state } = await runCommand(
+      deps,
+      ctx,
+      notificationStream(userId),
+      inbox,
+      { type: 'RecordDelivered', userId, notificationIds, now: now() },
+      ['notifications'],
+    );
+    ctx.body = [...new Set(notificationIds.map((id) => id.toLowerCase()))].map((id) => ({
+      id,
+      status: 'delivered',
+      deliveredAt: state.notifications.get(id)!.deliveredAt,
+    }));
+  });
+
+  // 27. The caller registers a delivery channel; the same type and address again answers the same channel.
+  router.post('/api/v1/notification/channel', authenticated(), idempotent(deps.db), async (ctx) => {
+    const body = decode(ChannelBody, ctx.request.body, 'body');
+    const address = body.type === 'email' ? body.address.trim().toLowerCase() : body.address.trim();
+    const problem = channelAddressProblem(body.type, address);
+    if (problem) throw new ValidationError([{ loc: ['body', 'address'], msg: problem, type: 'value_error' }]);
+    const { userId } = currentPrincipal(ctx);
+    const { state } = await runCommand(
+      deps,
+      ctx,
+      notificationStream(userId),
+      inbox,
+      {
+        type: 'RegisterChannel',
+        userId,
+        channelId: deps.newId(),
+        channelType: body.type,
+        address,
+        now: now(),
+      },
+      [],
+    );
+    const channel = state.channels.find((c) => c.type === body.type && c.address === address)!;
+    ctx.body = { id: channel.id, type: channel.type, address: channel.address, createdAt: channel.createdAt };
+  });
+
+  // 28. Checks the mail transport: SMTP connects and authenticates, or the outbox directory is writable.
+  router.post(
+    '/api/v1/notification/channel/mailprovider-init',
+    requireRole('admin', 'service'),
+    async (ctx) => {
+      const check = await deps.mailer.verify();
+      if (check.status === 'error') deps.log.warn('mail provider check failed', { ...check });
+      ctx.body = check;
+    },
+  );
+  return router;
+}

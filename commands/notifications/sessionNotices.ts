@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto';
+import type { BookingEvent, SessionsBooked } from '../booking/events';
+import { bookingStream } from '../booking/events';
+import { profileStream, type UserProfile, type UserProfileUpserted } from '../users/events';
+import type { EmailTemplate } from '../email/events';
+import type { EventStore } from '../../src/eventstore/types';
+
+/** Session events that notify someone (by e-mail and in the app). */
+export const NOTIFYING_SESSION_EVENTS = [
+  'SessionsBooked',
+  'SessionApproved',
+  'SessionDeclined',
+  'SessionCanceled',
+  'SessionDisputed',
+] as const;
+
+export interface SessionNotice {
+  userId: string;
+  role: 'client' | 'coach';
+  /** Notification.type */
+  type: string;
+  /** Notification.contentType and contentId: the booking (group) or the one session. */
+  contentType: 'booking' | 'session';
+  contentId: string;
+  template: EmailTemplate;
+  sessionIds: string[];
+  reason?: string;
+  by?: string;
+}
+
+/**
+ * Who hears of a session event: a booking tells both parties; approve and decline tell the client; a
+ * cancellation tells the other party (both when the system canceled); a dispute tells the coach.
+ */
+export function sessionNotices(event: BookingEvent): SessionNotice[] {
+  const client = (d: { clientId: string }) => ({ userId: d.clientId, role: 'client' as const });
+  const coach = (d: { coachId: string }) => ({ userId: d.coachId, role: 'coach' as const });
+  switch (event.type) {
+    case 'SessionsBooked': {
+      const d = event.data;
+      const base = {
+        type: 'session_booked',
+        contentType: 'booking' as const,
+        contentId: d.groupId,
+        template: 'booking' as const,
+        sessionIds: d.sessions.map((s) => s.sessionId),
+      };
+      return [
+        { ...client(d), ...base },
+        { ...coach(d), ...base },
+      ];
+    }
+    case 'SessionApproved':
+    case 'SessionDeclined':
+    case 'SessionCanceled':
+    case 'SessionDisputed': {
+      const d = event.data;
+      const base = { contentType: 'session' as const, contentId: d.sessionId, sessionIds: [d.sessionId] };
+      if (event.type === 'SessionApproved')
+        return [{ ...client(d), ...base, type: 'session_approved', template: 'approve' }];
+      if (event.type === 'SessionDeclined')
+        return [
+          { ...client(d), ...base, type: 'session_declined', template: 'decline', reason: event.data.reason },
+        ];
+      if (event.type === 'SessionDisputed')
+        return [
+          { ...coach(d), ...base, type: 'session_disputed', template: 'dispute', reason: event.data.reason },
+        ];
+      const { by, reason } = event.data;
+      const parties = by === 'client' ? [coach(d)] : by === 'coach' ? [client(d)] : [client(d), coach(d)];
+      return parties.map((p) => ({
+        ...p,
+        ...base,
+        type: 'session_canceled',
+        template: 'cancel',
+        by,
+        reason,
+      }));
+    }
+    default:
+      return [];
+  }
+}
+
+/** The in-app text of a notice. */
+export function noticeMessage(n: SessionNotice, serviceName: string): string {
+  switch (n.type) {
+    case 'session_booked':
+      return n.role === 'coach'
+        ? `New booking of ${serviceName}: please approve or decline it`
+        : `Your booking of ${serviceName} is received and waits for the coach`;
+    case 'session_approved':
+      return `Your session of ${serviceName} was approved`;
+    case 'session_declined':
+      return `Your session of ${serviceName} was declined`;
+    case 'session_canceled':
+      return `Your session of ${serviceName} was canceled${n.by === 'system' ? '' : ` by the ${n.by}`}`;
+    case 'session_disputed':
+      return `Your client disputed the session of ${serviceName}`;
+    default:
+      return serviceName;
+  }
+}
+
+/** A uuid determined by its inputs (name-based, SHA-256, formatted as a version-8 uuid). */
+export function uuidFrom(...parts: string[]): string {
+  const h = createHash('sha256').update(parts.join('\u0000')).digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The booking a session belongs to, from the write side (exact even while read models catch up). */
+export async function loadBooking(
+  store: EventStore,
+  groupId: string,
+): Promise<SessionsBooked['data'] | null> {
+  const { events } = await store.readStream(bookingStream(groupId));
+  const booked = events.find((e) => e.type === 'SessionsBooked');
+  return booked ? (booked.data as SessionsBooked['data']) : null;
+}
+
+/** A user's current profile, from the write side. */
+export async function loadProfile(store: EventStore, userId: string): Promise<UserProfile | null> {
+  const { events } = await store.readStream(profileStream(userId));
+  const last = events.filter((e) => e.type === 'UserProfileUpserted').pop();
+  return last ? (last.data as UserProfileUpserted['data']).profile : null;
+}
+
+/** The local slots of the given sessions of a booking. */
+export const slotsOf = (booking: SessionsBooked['data'] | null, sessionIds: string[]) =>
+  booking ? booking.sessions.filter((s) => sessionIds.includes(s.sessionId)).map((s) => s.slot) : [];

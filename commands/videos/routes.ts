@@ -1,0 +1,220 @@
+import fs from 'node:fs';
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import type { Context } from 'koa';
+import type { AppDeps } from '../../src/deps';
+import { currentPrincipal, requireRole } from '../../src/http/auth';
+import { runCommand } from '../../src/http/command';
+import { readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
+import { Uuid, boundedString, decode, refine, strict } from '../../src/http/validation';
+import { newBlobKey } from '../../src/storage/types';
+import { toFileBase } from '../../queries/videos';
+import { videoLibrary, type VideoCommand, type VideoLibrary } from './decider';
+import { videoStream, type VideoEvent } from './events';
+
+const VideoFields = strict(
+  {},
+  { title: boundedString(200), description: boundedString(5000) },
+  'VideoFields',
+);
+const VideoIdPath = t.type({ video_id: Uuid });
+export const ReorderBody = strict(
+  {
+    order: refine(t.array(t.string), (a) => a.length <= 1000, 'order', 'order lists at most 1000 ids'),
+  },
+  {},
+  'VideosOrder',
+);
+
+const VIDEO = ['video/'];
+const IMAGE = ['image/'];
+
+/** A file stored as a blob: its key and what the record says about it. */
+export interface StoredBlob {
+  key: string;
+  file: UploadedFile;
+}
+
+/**
+ * Blobs first, then the event: every new blob is stored before the command is decided, and deleted again
+ * when the command is refused or the append fails, so no blob stays behind that no event names.
+ */
+export async function withStoredBlobs<T>(
+  deps: AppDeps,
+  blobs: StoredBlob[],
+  command: () => Promise<T>,
+): Promise<T> {
+  const stored: string[] = [];
+  const removeStored = () =>
+    Promise.all(
+      stored.map((k) =>
+        deps.blobs
+          .delete(k)
+          .catch((err: unknown) =>
+            deps.log.error('could not delete an unused blob', { key: k, err: String(err) }),
+          ),
+      ),
+    );
+  try {
+    for (const b of blobs) {
+      await deps.blobs.put(b.key, fs.createReadStream(b.file.path), b.file.mimetype, b.file.size);
+      stored.push(b.key);
+    }
+    return await command();
+  } catch (err) {
+    await removeStored();
+    throw err;
+  }
+}
+
+/** After the event is stored: the blobs it made unreferenced. A failure here only leaks a file (logged). */
+export async function deleteBlobs(deps: AppDeps, keys: string[]): Promise<void> {
+  await Promise.all(
+    keys.map((key) =>
+      deps.blobs
+        .delete(key)
+        .catch((err: unknown) =>
+          deps.log.error('could not delete a replaced blob; it is left behind', { key, err: String(err) }),
+        ),
+    ),
+  );
+}
+
+export function videoCommands(deps: AppDeps): Router {
+  const router = new Router();
+  const tmpDir = uploadTmpDir(deps.config.dataDir);
+  const maxBytes = deps.config.maxUploadBytes;
+  const now = () => deps.clock().toISOString();
+  const run = (ctx: Context, userId: string, command: VideoCommand) =>
+    runCommand(deps, ctx, videoStream(userId), videoLibrary, command, ['videos']);
+  const answer = (state: VideoLibrary, videoId: string) => {
+    const v = state.videos.find((x) => x.videoId === videoId);
+    if (!v) throw new Error(`video ${videoId} missing from the state just written`);
+    return toFileBase(v);
+  };
+  const replacedBy = (events: VideoEvent[]) =>
+    events.flatMap((e) =>
+      e.type === 'VideoReplaced'
+        ? e.data.replacedKeys
+        : e.type === 'VideoDeleted'
+          ? [e.data.key, ...(e.data.previewKey ? [e.data.previewKey] : [])]
+          : [],
+    );
+
+  // 1. Upload a video (and its preview image): answers the FileBase.
+  router.post('/api/v1/storage/video', requireRole('coach'), async (ctx) => {
+    const { userId } = currentPrincipal(ctx);
+    const form = await readMultipart(ctx, {
+      tmpDir,
+      maxBytes,
+      files: [
+        { name: 'file', accept: VIDEO, required: true },
+        { name: 'preview', accept: IMAGE },
+      ],
+    });
+    try {
+      const fields = decode(VideoFields, form.fields, 'body');
+      const file = form.files.file!;
+      const preview = form.files.preview;
+      const videoId = deps.newId();
+      const key = newBlobKey('video', deps.newId(), file.originalname);
+      const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
+      const blobs = [{ key, file }, ...(preview && previewKey ? [{ key: previewKey, file: preview }] : [])];
+      const { state } = await withStoredBlobs(deps, blobs, () =>
+        run(ctx, userId, {
+          type: 'UploadVideo',
+          userId,
+          video: {
+            videoId,
+            title: fields.title ?? file.originalname,
+            description: fields.description ?? '',
+            contentType: file.mimetype,
+            originFilename: file.originalname,
+            key,
+            previewKey,
+            filesize: file.size,
+          },
+          now: now(),
+        }),
+      );
+      ctx.body = answer(state, videoId);
+    } finally {
+      await form.cleanup();
+    }
+  });
+
+  // 3. Reorder: the body must list each of the caller's videos exactly once; answers the new list.
+  router.put('/api/v1/storage/videos/order', requireRole('coach'), async (ctx) => {
+    const { userId } = currentPrincipal(ctx);
+    const { order } = decode(ReorderBody, ctx.request.body, 'body');
+    const normalised = order.map((id) => id.toLowerCase());
+    const { state } = await run(ctx, userId, {
+      type: 'ReorderVideos',
+      userId,
+      order: normalised,
+      now: now(),
+    });
+    ctx.body = state.videos.map(toFileBase);
+  });
+
+  // 4. Replace the file, the preview, the title or the description (all optional): answers the FileBase.
+  router.put('/api/v1/storage/video/:video_id', requireRole('coach'), async (ctx) => {
+    const { userId } = currentPrincipal(ctx);
+    const videoId = decode(VideoIdPath, ctx.params, 'path').video_id.toLowerCase();
+    const form = await readMultipart(ctx, {
+      tmpDir,
+      maxBytes,
+      files: [
+        { name: 'file', accept: VIDEO },
+        { name: 'preview', accept: IMAGE },
+      ],
+    });
+    try {
+      const fields = decode(VideoFields, form.fields, 'body');
+      const { file, preview } = form.files;
+      const key = file ? newBlobKey('video', deps.newId(), file.originalname) : null;
+      const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
+      const blobs = [
+        ...(file && key ? [{ key, file }] : []),
+        ...(preview && previewKey ? [{ key: previewKey, file: preview }] : []),
+      ];
+      const { state, events } = await withStoredBlobs(deps, blobs, () =>
+        run(ctx, userId, {
+          type: 'ReplaceVideo',
+          userId,
+          videoId,
+          changes: {
+            ...fields,
+            ...(file && key
+              ? {
+                  file: {
+                    key,
+                    contentType: file.mimetype,
+                    originFilename: file.originalname,
+                    filesize: file.size,
+                  },
+                }
+              : {}),
+            ...(previewKey ? { previewKey } : {}),
+          },
+          now: now(),
+        }),
+      );
+      // Old blobs go only after the new ones are stored and the event names them.
+      await deleteBlobs(deps, replacedBy(events));
+      ctx.body = answer(state, videoId);
+    } finally {
+      await form.cleanup();
+    }
+  });
+
+  // 5. Delete: answers {id, status: 'deleted'}; the blobs are removed after the event is stored.
+  router.delete('/api/v1/storage/video/:video_id', requireRole('coach'), async (ctx) => {
+    const { userId } = currentPrincipal(ctx);
+    const videoId = decode(VideoIdPath, ctx.params, 'path').video_id.toLowerCase();
+    const { events } = await run(ctx, userId, { type: 'DeleteVideo', userId, videoId, now: now() });
+    await deleteBlobs(deps, replacedBy(events));
+    ctx.body = { id: videoId, status: 'deleted' };
+  });
+  return router;
+}

@@ -1,0 +1,60 @@
+import type { BookingEvent } from '../commands/booking/events';
+import { inbox } from '../commands/notifications/decider';
+import { notificationStream } from '../commands/notifications/events';
+import {
+  NOTIFYING_SESSION_EVENTS,
+  loadBooking,
+  noticeMessage,
+  sessionNotices,
+  uuidFrom,
+} from '../commands/notifications/sessionNotices';
+import { handleCommand } from '../src/commandHandler';
+import type { EventStore } from '../src/eventstore/types';
+import { SYSTEM_ACTOR } from './bookingProcess';
+import type { Projection } from './runner';
+
+/**
+ * Process manager of in-app notifications: each session event that notifies someone creates one
+ * Notification per recipient in `notifications-<userId>`. The notification id is derived from the causing
+ * event id and the user, and the inbox decider ignores a cause it has seen, so a replay creates nothing.
+ */
+export function notificationProcess(store: EventStore): Projection {
+  return {
+    name: 'notification-process',
+    handles: NOTIFYING_SESSION_EVENTS,
+    async react(recorded) {
+      const event = { type: recorded.type, data: recorded.data } as BookingEvent;
+      const notices = sessionNotices(event);
+      if (!notices.length) return;
+      const booking =
+        event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
+      const serviceName = booking?.terms.serviceName ?? 'your session';
+      for (const n of notices) {
+        await handleCommand(
+          store,
+          notificationStream(n.userId),
+          inbox,
+          {
+            type: 'CreateNotification',
+            notification: {
+              notificationId: uuidFrom('notification', recorded.id, n.userId),
+              userId: n.userId,
+              type: n.type,
+              contentType: n.contentType,
+              contentId: n.contentId,
+              message: noticeMessage(n, serviceName),
+              causationEventId: recorded.id,
+              createdAt: recorded.createdAt.toISOString(),
+            },
+          },
+          {
+            causationId: recorded.id,
+            correlationId: recorded.metadata.correlationId ?? recorded.id,
+            actor: SYSTEM_ACTOR,
+          },
+          50,
+        );
+      }
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import type { NotificationFields } from '../commands/notifications/events';
+import type { AppDeps } from '../src/deps';
+import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
+import { notFound } from '../src/http/errors';
+import { Uuid, boundedString, decode, paging } from '../src/http/validation';
+
+/** The interface document's Notification. */
+export interface NotificationOut {
+  id: string;
+  type: string;
+  contentType: string;
+  contentId: string;
+  message: string;
+  unread: boolean;
+  createdAt: string;
+}
+
+export const toNotificationOut = (n: NotificationFields & { unread: boolean }): NotificationOut => ({
+  id: n.notificationId,
+  type: n.type,
+  contentType: n.contentType,
+  contentId: n.contentId,
+  message: n.message,
+  unread: n.unread,
+  createdAt: n.createdAt,
+});
+
+interface Row {
+  id: string;
+  userId: string;
+  type: string;
+  contentType: string;
+  contentId: string;
+  message: string;
+  unread: boolean;
+  createdAt: Date;
+  readAt: Date | null;
+  deliveredAt: Date | null;
+}
+
+const SELECT = `SELECT id, user_id AS "userId", type, content_type AS "contentType", content_id AS "contentId",
+  message, unread, created_at AS "createdAt", read_at AS "readAt", delivered_at AS "deliveredAt" FROM notifications`;
+const ORDER = 'ORDER BY created_at DESC, seq DESC';
+
+const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString());
+const out = (r: Row): NotificationOut => ({
+  id: r.id,
+  type: r.type,
+  contentType: r.contentType,
+  contentId: r.contentId,
+  message: r.message,
+  unread: r.unread,
+  createdAt: iso(r.createdAt)!,
+});
+/** The admin view adds the owner and the read and delivery times. */
+const adminOut = (r: Row) => ({
+  ...out(r),
+  userId: r.userId,
+  readAt: iso(r.readAt),
+  deliveredAt: iso(r.deliveredAt),
+});
+
+const UnreadFilter = t.partial({ unread: t.keyof({ true: null, false: null }) });
+const AdminFilter = t.partial({ user: Uuid, type: boundedString(100, 1) });
+
+export function notificationQueries(deps: AppDeps): Router {
+  const router = new Router();
+  const admin = requireRole('admin');
+
+  // 24. The caller's notifications, newest first; `unread=true` (or false) filters.
+  router.get('/api/v1/notifications', authenticated(), async (ctx) => {
+    const { limit, offset } = paging(ctx.query);
+    const { unread } = decode(UnreadFilter, { unread: ctx.query.unread }, 'query');
+    const { userId } = currentPrincipal(ctx);
+    const params: unknown[] = [userId, limit, offset];
+    let where = 'user_id = $1';
+    if (unread !== undefined) {
+      params.push(unread === 'true');
+      where += ' AND unread = $4';
+    }
+    const rows = await deps.db.query<Row>(`${SELECT} WHERE ${where} ${ORDER} LIMIT $2 OFFSET $3`, params);
+    ctx.body = rows.rows.map(out);
+  });
+
+  // 29. Every user's notifications (admin), newest first; filters `user` and `type`.
+  router.get('/manage/admin/notifications', admin, async (ctx) => {
+    const { limit, offset } = paging(ctx.query);
+    const f = decode(AdminFilter, { user: ctx.query.user, type: ctx.query.type }, 'query');
+    const params: unknown[] = [limit, offset];
+    const where: string[] = [];
+    if (f.user) where.push(`user_id = $${params.push(f.user.toLowerCase())}`);
+    if (f.type) where.push(`type = $${params.push(f.type)}`);
+    const rows = await deps.db.query<Row>(
+      `${SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${ORDER} LIMIT $1 OFFSET $2`,
+      params,
+    );
+    ctx.body = rows.rows.map(adminOut);
+  });
+
+  // 30. One notification (admin).
+  router.get('/manage/admin/notifications/:notification_id', admin, async (ctx) => {
+    const { notification_id } = decode(t.type({ notification_id: Uuid }), ctx.params, 'path');
+    const row = (await deps.db.query<Row>(`${SELECT} WHERE id = $1`, [notification_id.toLowerCase()]))
+      .rows[0];
+    if (!row) throw notFound('notification_not_found', 'no such notification');
+    ctx.body = adminOut(row);
+  });
+
+  // 31. Counts (admin): all, unread, delivered, and the same per type.
+  router.get('/admin/notifications', admin, async (ctx) => {
+    const rows = await deps.db.query<{ type: string; total: string; unread: string; delivered: string }>(
+      `SELECT type, count(*)::text AS total, count(*) FILTER (WHERE unread)::text AS unread,
+         count(*) FILTER (WHERE delivered_at IS NOT NULL)::text AS delivered
+       FROM notifications GROUP BY type ORDER BY type`,
+    );
+    const byType = rows.rows.map((r) => ({
+      type: r.type,
+      total: Number(r.total),
+      unread: Number(r.unread),
+      delivered: Number(r.delivered),
+    }));
+    const sum = (k: 'total' | 'unread' | 'delivered') => byType.reduce((n, r) => n + r[k], 0);
+    ctx.body = { total: sum('total'), unread: sum('unread'), delivered: sum('delivered'), byType };
+  });
+  return router;
+}

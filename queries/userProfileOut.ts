@@ -1,0 +1,112 @@
+import type { UserState } from '../commands/users/decider';
+import { DEFAULT_PROFILE } from '../commands/users/decider';
+import type { UserProfile } from '../commands/users/events';
+import type { Queryable } from '../src/db/database';
+
+/** The interface document's UserProfileOut (answer of endpoint 14). */
+export interface UserProfileOut {
+  id: string;
+  gender: string;
+  birthDate: string | null;
+  timezone: string;
+  firstName: string;
+  lastName: string;
+  description: string;
+  languages: string[];
+  experience: number;
+  requiresParking: boolean;
+  type: string;
+  username: string;
+  phone: string;
+  email: string;
+  verifiedPhone: boolean;
+  verifiedEmail: boolean;
+  available: boolean;
+  verified: boolean;
+  avatarUrl: string;
+  mediaType: string;
+  mediaUrl: string;
+  mediaPreviewUrl: string;
+  sessionCount: number;
+  totalPayment: number;
+  totalPaymentCurrency: string;
+  profileCompletion: number;
+}
+
+/** The fields that count towards `profileCompletion`, each worth the same. */
+export const COMPLETION_FIELDS: ((p: UserProfile) => boolean)[] = [
+  (p) => p.firstName !== '',
+  (p) => p.lastName !== '',
+  (p) => p.username !== '',
+  (p) => p.email !== '',
+  (p) => p.phone !== '',
+  (p) => p.gender !== '',
+  (p) => p.birthDate !== null,
+  (p) => p.description !== '',
+  (p) => p.languages.length > 0,
+  (p) => p.avatarUrl !== '',
+  (p) => p.mediaUrl !== '',
+];
+
+/** Whole percent (0 to 100) of COMPLETION_FIELDS that are filled in. */
+export const profileCompletion = (p: UserProfile): number =>
+  Math.round((100 * COMPLETION_FIELDS.filter((f) => f(p)).length) / COMPLETION_FIELDS.length);
+
+/**
+ * UserProfileOut from the write model. A user with no profile yet is a `guest` with empty defaults and
+ * the media just uploaded. `totalPayment` is 0 and `totalPaymentCurrency` '' (no payment total is kept).
+ */
+export function toUserProfileOut(id: string, state: UserState, sessionCount: number): UserProfileOut {
+  const media = state.media
+    ? {
+        mediaType: state.media.mediaType,
+        mediaUrl: state.media.mediaUrl,
+        mediaPreviewUrl: state.media.mediaPreviewUrl,
+      }
+    : {};
+  const p: UserProfile = state.profile ?? {
+    ...DEFAULT_PROFILE,
+    ...media,
+    firstName: '',
+    lastName: '',
+    email: '',
+    type: 'client',
+  };
+  return {
+    id,
+    gender: p.gender,
+    birthDate: p.birthDate,
+    timezone: p.timezone,
+    firstName: p.firstName,
+    lastName: p.lastName,
+    description: p.description,
+    languages: p.languages,
+    experience: p.experience,
+    requiresParking: p.requiresParking,
+    type: state.profile ? p.type : 'guest',
+    username: p.username,
+    phone: p.phone,
+    email: p.email,
+    verifiedPhone: p.verifiedPhone,
+    verifiedEmail: p.verifiedEmail,
+    available: p.available,
+    verified: p.verified,
+    avatarUrl: p.avatarUrl,
+    mediaType: p.mediaType,
+    mediaUrl: p.mediaUrl,
+    mediaPreviewUrl: p.mediaPreviewUrl,
+    sessionCount,
+    totalPayment: 0,
+    totalPaymentCurrency: '',
+    profileCompletion: profileCompletion(p),
+  };
+}
+
+/** Completed sessions the user took part in, as coach or client. */
+export async function userSessionCount(db: Queryable, userId: string): Promise<number> {
+  const res = await db.query<{ n: string }>(
+    'SELECT count(*)::text AS n FROM completed_sessions WHERE coach_id = $1 OR client_id = $1',
+    [userId],
+  );
+  return Number(res.rows[0]?.n ?? 0);
+}

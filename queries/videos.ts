@@ -1,0 +1,78 @@
+import Router from '@koa/router';
+import type { Queryable } from '../src/db/database';
+import type { AppDeps } from '../src/deps';
+import { currentPrincipal, requireRole } from '../src/http/auth';
+import { notFound } from '../src/http/errors';
+import { FILES_PATH, blobUrl, isBlobKey } from '../src/storage/types';
+import type { VideoRecord } from '../commands/videos/events';
+
+/** The interface document's FileBase. `url` and `thumb` are paths the app serves (relative to base_url). */
+export interface FileBase {
+  id: string;
+  title: string;
+  description: string;
+  contentType: string;
+  originFilename: string;
+  url: string;
+  /** The preview image, or '' when none was uploaded. */
+  thumb: string;
+  filesize: number;
+  status: string;
+}
+
+export const toFileBase = (v: VideoRecord): FileBase => ({
+  id: v.videoId,
+  title: v.title,
+  description: v.description,
+  contentType: v.contentType,
+  originFilename: v.originFilename,
+  url: blobUrl(v.key),
+  thumb: v.previewKey ? blobUrl(v.previewKey) : '',
+  filesize: v.filesize,
+  status: v.status,
+});
+
+/** A user's videos in the user's order. */
+export async function listVideos(db: Queryable, userId: string): Promise<FileBase[]> {
+  const res = await db.query<{
+    videoId: string;
+    title: string;
+    description: string;
+    contentType: string;
+    originFilename: string;
+    key: string;
+    previewKey: string | null;
+    filesize: string | number;
+    status: 'approved';
+  }>(
+    `SELECT id AS "videoId", title, description, content_type AS "contentType", origin_filename AS "originFilename",
+       blob_key AS key, preview_key AS "previewKey", filesize, status
+     FROM videos WHERE user_id = $1 ORDER BY position, created_at`,
+    [userId],
+  );
+  return res.rows.map((r) => toFileBase({ ...r, filesize: Number(r.filesize) }));
+}
+
+export function videoQueries(deps: AppDeps): Router {
+  const router = new Router();
+  // 2. The caller's own videos, in the caller's order.
+  router.get('/api/v1/storage/videos', requireRole('coach'), async (ctx) => {
+    ctx.body = await listVideos(deps.db, currentPrincipal(ctx).userId);
+  });
+
+  // The stored files, for every adapter (S3 objects are streamed through the app; the bucket stays private).
+  // Public: the URLs appear on public coach profiles; keys are random and unguessable.
+  router.get(`${FILES_PATH}/:key`, async (ctx) => {
+    const key = ctx.params.key ?? '';
+    const blob = isBlobKey(key) ? await deps.blobs.get(key) : null;
+    if (!blob) throw notFound('file_not_found', 'no such file');
+    ctx.set('Cache-Control', 'public, max-age=3600');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    // Uploaded content is never run as a page of ours (an SVG "image" may carry a script).
+    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+    ctx.type = blob.contentType;
+    ctx.length = blob.size;
+    ctx.body = blob.stream;
+  });
+  return router;
+}

@@ -1,0 +1,44 @@
+import type { Migration } from '../migrations';
+
+/** Notifications read model and the claims that make e-mail sending idempotent. */
+export const notificationMigrations: Migration[] = [
+  {
+    version: 40,
+    name: 'sent e-mails (idempotency claims of the e-mail process manager)',
+    sql: `
+CREATE TABLE sent_emails (
+  event_id text NOT NULL,
+  recipient text NOT NULL,
+  address text NOT NULL,
+  template text NOT NULL,
+  status text NOT NULL,
+  message_id text,
+  error text,
+  claimed_at timestamptz NOT NULL DEFAULT now(),
+  sent_at timestamptz,
+  PRIMARY KEY (event_id, recipient)
+);
+`,
+  },
+  {
+    version: 41,
+    name: 'notifications',
+    sql: `
+CREATE TABLE notifications (
+  id uuid PRIMARY KEY,
+  user_id uuid NOT NULL,
+  type text NOT NULL,
+  content_type text NOT NULL,
+  content_id uuid NOT NULL,
+  message text NOT NULL,
+  unread boolean NOT NULL DEFAULT true,
+  created_at timestamptz NOT NULL,
+  read_at timestamptz,
+  delivered_at timestamptz,
+  seq numeric(20, 0) NOT NULL
+);
+CREATE INDEX notifications_user ON notifications (user_id, created_at DESC, seq DESC);
+CREATE INDEX notifications_created ON notifications (created_at DESC, seq DESC);
+`,
+  },
+];

@@ -1,0 +1,115 @@
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Context } from 'koa';
+import multer from '@koa/multer';
+import { HttpError, ValidationError } from './errors';
+
+export type UploadedFile = multer.File;
+
+export interface FilePart {
+  /** Field name. */
+  name: string;
+  /** Accepted content types: `video/*`-style prefixes (ending in `/`) or exact types. */
+  accept: string[];
+  required?: boolean;
+}
+
+const accepts = (accept: string[], type: string) =>
+  accept.some((a) => (a.endsWith('/') ? type.startsWith(a) : type === a));
+
+/**
+ * Reads a multipart/form-data request with @koa/multer: files go to temporary files under `tmpDir`
+ * (never whole into memory), each at most `maxBytes`. Answers 415 `unsupported_media_type` for a body
+ * that is not multipart or a file of a type not accepted, 413 `payload_too_large` beyond the limits,
+ * 422 for an unknown or missing file field, 400 for a malformed body. Text fields come back as strings.
+ * The caller must call `cleanup()` (temporary files) in a `finally`.
+ */
+export async function readMultipart(
+  ctx: Context,
+  opts: { tmpDir: string; maxBytes: number; files: FilePart[] },
+): Promise<{
+  fields: Record<string, string>;
+  files: Record<string, UploadedFile>;
+  cleanup(): Promise<void>;
+}> {
+  if (!ctx.is('multipart/form-data'))
+    throw new HttpError(415, 'unsupported_media_type', 'send the upload as multipart/form-data');
+  const upload = multer({
+    storage: multer.diskStorage({ destination: opts.tmpDir }),
+    limits: {
+      fileSize: opts.maxBytes,
+      files: opts.files.length,
+      fields: 20,
+      fieldSize: 64 * 1024,
+      parts: 30,
+    },
+    fileFilter: (_req, file, cb) => {
+      const part = opts.files.find((f) => f.name === file.fieldname);
+      if (part && !accepts(part.accept, file.mimetype.toLowerCase()))
+        return cb(
+          new HttpError(
+            415,
+            'unsupported_media_type',
+            `${file.fieldname} must be ${part.accept.map((a) => (a.endsWith('/') ? `${a}*` : a)).join(' or ')}, got ${file.mimetype}`,
+          ) as unknown as null,
+          false,
+        );
+      cb(null, true);
+    },
+  });
+  try {
+    await upload.fields(opts.files.map((f) => ({ name: f.name, maxCount: 1 })))(ctx, async () => undefined);
+  } catch (err) {
+    throw multerErrorToHttp(err, opts.maxBytes);
+  }
+  const given = (ctx.request.files ?? {}) as Record<string, UploadedFile[]>;
+  const files: Record<string, UploadedFile> = {};
+  for (const [name, list] of Object.entries(given)) if (list[0]) files[name] = list[0];
+  const cleanup = async () => {
+    await Promise.all(Object.values(files).map((f) => fsp.rm(f.path, { force: true })));
+  };
+  const missing = opts.files.filter((f) => f.required && !files[f.name]);
+  if (missing.length) {
+    await cleanup();
+    throw new ValidationError(
+      missing.map((f) => ({ loc: ['body', f.name], msg: 'Field required', type: 'missing' })),
+    );
+  }
+  const fields: Record<string, string> = {};
+  for (const [k, v] of Object.entries((ctx.request.body ?? {}) as Record<string, unknown>))
+    if (typeof v === 'string') fields[k] = v;
+  return { fields, files, cleanup };
+}
+
+function multerErrorToHttp(err: unknown, maxBytes: number): Error {
+  if (err instanceof HttpError) return err;
+  const e = err as { name?: string; code?: string; field?: string; message?: string };
+  if (e?.name === 'MulterError') {
+    switch (e.code) {
+      case 'LIMIT_FILE_SIZE':
+        return new HttpError(
+          413,
+          'payload_too_large',
+          `${e.field ?? 'a file'} is larger than ${maxBytes} bytes`,
+        );
+      case 'LIMIT_FIELD_VALUE':
+      case 'LIMIT_PART_COUNT':
+      case 'LIMIT_FIELD_COUNT':
+      case 'LIMIT_FILE_COUNT':
+        return new HttpError(413, 'payload_too_large', `the upload is too large (${e.message})`);
+      case 'LIMIT_UNEXPECTED_FILE':
+        return new ValidationError([
+          { loc: ['body', e.field ?? ''], msg: 'Unexpected file field', type: 'extra_forbidden' },
+        ]);
+      default:
+        return new HttpError(400, 'bad_request', `malformed multipart body (${e.message})`);
+    }
+  }
+  // busboy's parse errors (truncated body, bad boundary) are the client's.
+  if (e instanceof Error && !('status' in e) && !/^E[A-Z]+$/.test((e as { code?: string }).code ?? ''))
+    return new HttpError(400, 'bad_request', `malformed multipart body (${e.message})`);
+  return err as Error;
+}
+
+/** Where uploads wait until they are stored: DATA_DIR/uploads. */
+export const uploadTmpDir = (dataDir: string) => path.join(dataDir, 'uploads');

@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+
+/** One outgoing e-mail. `key` is its idempotency key (derived from the causing event and the recipient). */
+export interface MailMessage {
+  key: string;
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  headers: Record<string, string>;
+}
+
+export interface MailCheck {
+  provider: 'smtp' | 'outbox';
+  status: 'ok' | 'error';
+  detail?: string;
+}
+
+/** The mail port (DESIGN section 6): SMTP when `SMTP_URL` is set, else `.eml` files under `DATA_DIR/outbox`. */
+export interface Mailer {
+  readonly provider: 'smtp' | 'outbox';
+  send(message: MailMessage): Promise<{ messageId: string }>;
+  /** SMTP: connects and authenticates (no mail); outbox: the directory exists and is writable. */
+  verify(): Promise<MailCheck>;
+  close(): void;
+}
+
+/**
+ * The `Message-ID` of a message with this key: the same key always gives the same id, so a receiving
+ * system can drop a duplicate even if one slipped through.
+ */
+export const messageIdOf = (key: string, from: string) => {
+  const domain = /@([^>\s]+)/.exec(from)?.[1] ?? 'coaching.local';
+  return `<${createHash('sha256').update(key).digest('hex').slice(0, 40)}@${domain}>`;
+};
+
+/** A file name safe on every filesystem, unique per key. */
+export const outboxFileName = (key: string) =>
+  `${key.replace(/[^\w.-]+/g, '_').slice(0, 120)}-${createHash('sha256').update(key).digest('hex').slice(0, 8)}.eml`;
+
+const envelope = (from: string, m: MailMessage) => ({
+  from,
+  to: m.to,
+  subject: m.subject,
+  text: m.text,
+  ...(m.html ? { html: m.html } : {}),
+  messageId: messageIdOf(m.key, from),
+  headers: { 'X-Idempotency-Key': m.key, ...m.headers },
+});
+
+export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
+  const transport = nodemailer.createTransport(smtpUrl);
+  return {
+    provider: 'smtp',
+    async send(m) {
+      const info = await transport.sendMail(envelope(from, m));
+      return { messageId: info.messageId };
+    },
+    async verify() {
+      try {
+        await transport.verify();
+        return { provider: 'smtp', status: 'ok' };
+      } catch (err) {
+        return { provider: 'smtp', status: 'error', detail: (err as Error).message };
+      }
+    },
+    close: () => transport.close(),
+  };
+}
+
+/** Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed). */
+export function createOutboxMailer(outboxDir: string, from: string): Mailer {
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    provider: 'outbox',
+    async send(m) {
+      const info = await transport.sendMail(envelope(from, m));
+      await fs.mkdir(outboxDir, { recursive: true });
+      const file = path.join(outboxDir, outboxFileName(m.key));
+      const tmp = `${file}.${process.pid}.tmp`;
+      await fs.writeFile(tmp, info.message as Buffer);
+      await fs.rename(tmp, file);
+      return { messageId: info.messageId };
+    },
+    async verify() {
+      try {
+        await fs.mkdir(outboxDir, { recursive: true });
+        await fs.access(outboxDir, fs.constants.W_OK);
+        return { provider: 'outbox', status: 'ok' };
+      } catch (err) {
+        return { provider: 'outbox', status: 'error', detail: (err as Error).message };
+      }
+    },
+    close: () => transport.close(),
+  };
+}
+
+export function createMailer(config: { smtpUrl?: string; mailFrom: string; dataDir: string }): Mailer {
+  return config.smtpUrl
+    ? createSmtpMailer(config.smtpUrl, config.mailFrom)
+    : createOutboxMailer(path.join(config.dataDir, 'outbox'), config.mailFrom);
+}
+
+/**
+ * Whether a failed send may succeed later: connection trouble and SMTP 4xx replies are temporary,
+ * a 5xx reply (unknown mailbox, rejected message) is final.
+ */
+export function isPermanentMailError(err: unknown): boolean {
+  const code = (err as { responseCode?: unknown })?.responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
+}

@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import { emailProcess } from '../../projections/emailProcess';
+import { createProjectionRunner } from '../../projections/runner';
+import { eventually, marketplace } from '../support/marketplace';
+import { startSmtpServer, type ReceivedMail } from '../support/smtp';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+const now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  t = await startTestSystem({
+    clock: () => now,
+    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Coaching <mail@coaching.test>' },
+  });
+  m = marketplace(t);
+});
+afterAll(async () => {
+  await t.close();
+  await smtp.close();
+});
+
+const SLOT = '2026-12-02T10:00:00';
+const emailOf = (id: string) => `${id.slice(0, 8)}@example.com`;
+const to = (address: string) => smtp.received.filter((r) => r.to.includes(address));
+const mailsTo = (address: string, n: number) =>
+  eventually(
+    async () => to(address),
+    (list) => list.length >= n,
+    5000,
+  );
+const silence = () => new Promise((r) => setTimeout(r, 300));
+
+async function booked() {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { name: 'Tennis basics' });
+  const client = await m.client();
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: [SLOT] },
+  });
+  expect(res.status).toBe(200);
+  return { coach, client, session: res.body[0] as { id: string; groupId: string } };
+}
+
+/** A second e-mail process manager on the same database, reading the whole log from the start. */
+async function replayFromStart() {
+  const { store, db, mailer, log } = t.system.deps;
+  const replay = { ...emailProcess({ store, db, mailer, log }), name: `email-replay-${randomUUID()}` };
+  const runner = createProjectionRunner(store, db, [replay], log);
+  await runner.start();
+  expect(await runner.waitFor(await store.headPosition(), 10_000)).toBe(true);
+  await runner.stop();
+}
+
+describe('e-mail over real SMTP', () => {
+  it('mails a booking to client and coach exactly once, even after a replay from the start', async () => {
+    const { coach, client } = await booked();
+    const [toClient] = await mailsTo(emailOf(client.id), 1);
+    const [toCoach] = await mailsTo(emailOf(coach.id), 1);
+    expect(toClient).toMatchObject({
+      from: 'mail@coaching.test',
+      subject: 'Booking received: Tennis basics',
+    });
+    expect(toClient!.raw).toContain('2026-12-02 10:00 (Europe/Berlin)');
+    expect(toCoach!.subject).toBe('New booking: Tennis basics');
+    // Stable ids derived from the causing event: same event, same Message-ID domain and key shape.
+    expect(toClient!.messageId).toMatch(/^<[0-9a-f]{40}@coaching\.test>$/);
+    expect(toClient!.idempotencyKey).toMatch(new RegExp(`/${client.id}$`));
+
+    await replayFromStart();
+    // Re-handling the very same recorded event directly sends nothing either.
+    const { store, db, mailer, log } = t.system.deps;
+    const all = await store.readAll({ commit: 0n, prepare: 0n }, 100_000);
+    const bookedEvent = all.find(
+      (e) => e.type === 'SessionsBooked' && (e.data as { clientId: string }).clientId === client.id,
+    )!;
+    await emailProcess({ store, db, mailer, log }).react!(bookedEvent);
+    await silence();
+    expect(to(emailOf(client.id))).toHaveLength(1);
+    expect(to(emailOf(coach.id))).toHaveLength(1);
+  });
+
+  it('mails approval to the client, a client cancellation to the coach only', async () => {
+    const { coach, client, session } = await booked();
+    await mailsTo(emailOf(coach.id), 1);
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    const clientMails = await mailsTo(emailOf(client.id), 2);
+    expect(clientMails.map((r) => r.subject)).toEqual([
+      'Booking received: Tennis basics',
+      'Session approved: Tennis basics',
+    ]);
+    const cancel = await t.request('POST', `/api/v1/session/${session.id}/cancel`, {
+      token: client.token,
+      body: { reason: 'ill' },
+    });
+    expect(cancel.status).toBe(200);
+    const coachMails = await mailsTo(emailOf(coach.id), 2);
+    expect(coachMails[1]!.subject).toBe('Session canceled: Tennis basics');
+    expect(coachMails[1]!.raw).toContain('Reason: ill');
+    await silence();
+    expect(to(emailOf(client.id))).toHaveLength(2);
+    expect(to(emailOf(coach.id))).toHaveLength(2);
+  });
+
+  it('a temporary SMTP refusal releases the claim and the retry sends once; a final refusal is recorded', async () => {
+    const { coach, client, session } = await booked();
+    await mailsTo(emailOf(client.id), 1);
+    await mailsTo(emailOf(coach.id), 1);
+    smtp.rejectNext(1, 451);
+    await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token });
+    const mails = await mailsTo(emailOf(client.id), 2);
+    expect(mails[1]!.subject).toBe('Session approved: Tennis basics');
+    expect(smtp.rejectionsLeft()).toBe(0); // the first attempt was refused
+    await silence();
+    expect(to(emailOf(client.id))).toHaveLength(2);
+
+    const other = await booked();
+    await mailsTo(emailOf(other.client.id), 1);
+    await mailsTo(emailOf(other.coach.id), 1);
+    smtp.rejectNext(1, 550);
+    await t.request('POST', `/api/v1/session/${other.session.id}/decline`, {
+      token: other.coach.token,
+      body: { reason: 'busy' },
+    });
+    const row = await eventually(
+      async () =>
+        (
+          await t.system.deps.db.query<{ status: string; template: string }>(
+            `SELECT status, template FROM sent_emails WHERE recipient = $1 AND template = 'decline'`,
+            [other.client.id],
+          )
+        ).rows[0],
+      (r) => r !== undefined && r.status !== 'sending',
+      5000,
+    );
+    expect(row).toEqual({ status: 'failed', template: 'decline' });
+    // The projection keeps going: a later e-mail still goes out.
+    const third = await booked();
+    await mailsTo(emailOf(third.coach.id), 1);
+  });
+});
+
+describe('private e-mail endpoints (18 to 23)', () => {
+  it('18 queues a verification e-mail that reaches the user once per request; Idempotency-Key replays', async () => {
+    const user = await m.client();
+    const service = t.token(randomUUID(), ['service']); // Idempotency-Key is scoped to the caller
+    const path = `/api/v1/notification/private/email/${user.id}/verification`;
+    const headers = { 'idempotency-key': `verify-${user.id}` };
+    const res = await t.request('POST', path, { token: service, body: { code: '481516' }, headers });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      status: 'queued',
+      to: emailOf(user.id),
+      template: 'verification',
+    });
+    const again = await t.request('POST', path, { token: service, body: { code: '481516' }, headers });
+    expect(again.body.id).toBe(res.body.id);
+    const [mail] = await mailsTo(emailOf(user.id), 1);
+    expect(mail!.subject).toBe('Verify your e-mail address');
+    expect(mail!.raw).toContain('481516');
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(1);
+  });
+
+  it('guards, validates and answers 404 for unknown users and sessions the user is no party of', async () => {
+    const { coach, client, session } = await booked();
+    const base = `/api/v1/notification/private/email`;
+    expect((await t.request('POST', `${base}/${client.id}/verification`, { body: {} })).status).toBe(401);
+    expect(
+      (await t.request('POST', `${base}/${client.id}/verification`, { token: client.token, body: {} }))
+        .status,
+    ).toBe(403);
+    const unknownUser = await t.request('POST', `${base}/${randomUUID()}/verification`, {
+      token: m.service(),
+      body: {},
+    });
+    expect(unknownUser.status).toBe(404);
+    expect(unknownUser.body).toMatchObject({ error: 'user_not_found', code: 404 });
+    const bad = await t.request('POST', `${base}/not-a-uuid/verification`, {
+      token: m.service(),
+      body: { x: 1 },
+    });
+    expect(bad.status).toBe(422);
+    const stranger = await m.client();
+    const notParty = await t.request('POST', `${base}/${stranger.id}/session/${session.id}/approve`, {
+      token: m.service(),
+    });
+    expect(notParty.status).toBe(404);
+    expect(notParty.body.error).toBe('session_not_found');
+    expect(
+      (
+        await t.request('POST', `${base}/${client.id}/session/${randomUUID()}/booking`, {
+          token: m.service(),
+        })
+      ).body.error,
+    ).toBe('session_not_found');
+
+    // 19 to 23 for the parties.
+    await mailsTo(emailOf(coach.id), 1);
+    const bookingMail = await t.request('POST', `${base}/${client.id}/session/${session.groupId}/booking`, {
+      token: m.service(),
+    });
+    expect(bookingMail.body).toMatchObject({ status: 'queued', template: 'booking' });
+    for (const template of ['approve', 'cancel', 'decline'] as const) {
+      const r = await t.request('POST', `${base}/${client.id}/session/${session.id}/${template}`, {
+        token: m.service(),
+        body: { reason: 'as agreed' },
+      });
+      expect(r.body).toMatchObject({ status: 'queued', template, to: emailOf(client.id) });
+    }
+    const dispute = await t.request('POST', `${base}/${coach.id}/session/${session.id}/dispute`, {
+      token: m.service(),
+    });
+    expect(dispute.body).toMatchObject({ status: 'queued', template: 'dispute', to: emailOf(coach.id) });
+    const clientMails = await mailsTo(emailOf(client.id), 5);
+    expect(clientMails.slice(1).map((r: ReceivedMail) => r.subject)).toEqual([
+      'Booking received: Tennis basics',
+      'Session approved: Tennis basics',
+      'Session canceled: Tennis basics',
+      'Session declined: Tennis basics',
+    ]);
+    expect((await mailsTo(emailOf(coach.id), 2))[1]!.subject).toBe('Session disputed: Tennis basics');
+  });
+});

@@ -1,0 +1,69 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  raw: string;
+  subject: string;
+  messageId: string;
+  idempotencyKey: string;
+}
+
+const header = (raw: string, name: string) => {
+  const head = raw.split(/\r?\n\r?\n/)[0] ?? '';
+  const m = new RegExp(`^${name}:[ \\t]*(.*(?:\\r?\\n[ \\t].*)*)`, 'im').exec(head);
+  return m ? m[1]!.replace(/\r?\n[ \t]+/g, ' ').trim() : '';
+};
+
+/**
+ * A real SMTP server (the `smtp-server` package) on an ephemeral port that keeps every message it accepts.
+ * `rejectNext(n, code)` makes the next n RCPT commands fail with that reply code.
+ */
+export async function startSmtpServer() {
+  const received: ReceivedMail[] = [];
+  let rejections: { left: number; code: number } = { left: 0, code: 451 };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onRcptTo(_address, _session, callback) {
+      if (rejections.left > 0) {
+        rejections.left--;
+        return callback(
+          Object.assign(new Error(rejections.code >= 500 ? 'mailbox unavailable' : 'try again later'), {
+            responseCode: rejections.code,
+          }),
+        );
+      }
+      callback();
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        received.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address),
+          raw,
+          subject: header(raw, 'Subject'),
+          messageId: header(raw, 'Message-ID'),
+          idempotencyKey: header(raw, 'X-Idempotency-Key'),
+        });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.server.address() as AddressInfo).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    rejectionsLeft: () => rejections.left,
+    rejectNext(n: number, code = 451) {
+      rejections = { left: n, code };
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
