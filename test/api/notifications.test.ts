@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { notificationProcess } from '../../projections/notificationProcess';
+import { eventually, marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => new Date('2026-12-01T08:00:00Z') });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+
+const SLOT = '2026-12-02T10:00:00';
+const list = (token: string, query = '') => t.request('GET', `/api/v1/notifications${query}`, { token });
+
+async function booked() {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach);
+  const client = await m.client();
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: [SLOT] },
+  });
+  expect(res.status).toBe(200);
+  const session = res.body[0] as { id: string; groupId: string };
+  const mine = (u: { token: string }) =>
+    eventually(
+      async () => (await list(u.token)).body as any[],
+      (l) => l.length >= 1,
+    );
+  return { coach, client, session, clientList: await mine(client), coachList: await mine(coach) };
+}
+
+describe('notifications (24 to 31)', () => {
+  it('a booking notifies both parties once, also when the cause is handled again', async () => {
+    const { client, coach, session, clientList, coachList } = await booked();
+    expect(clientList).toEqual([
+      {
+        id: expect.any(String),
+        type: 'session_booked',
+        contentType: 'booking',
+        contentId: session.groupId,
+        message: expect.stringContaining('Tennis basics'),
+        unread: true,
+        createdAt: expect.any(String),
+      },
+    ]);
+    expect(coachList[0].type).toBe('session_booked');
+    const { store } = t.system.deps;
+    const cause = (await store.readStream(`booking-${session.groupId}`)).events[0]!;
+    await notificationProcess(store).react!(cause);
+    await notificationProcess(store).react!(cause);
+    expect((await store.readStream(`notifications-${client.id}`)).events).toHaveLength(1);
+    expect((await list(client.token)).body).toHaveLength(1);
+    expect((await list(coach.token)).body).toHaveLength(1);
+  });
+
+  it('the outbox (no SMTP_URL) holds one .eml per recipient with a stable Message-ID', async () => {
+    const { client, coach } = await booked();
+    const outbox = path.join(t.config.dataDir, 'outbox');
+    const files = await eventually(
+      async () =>
+        fs
+          .readdirSync(outbox)
+          .map((f) => fs.readFileSync(path.join(outbox, f), 'utf8'))
+          .filter((c) => c.includes(client.id.slice(0, 8)) || c.includes(coach.id.slice(0, 8))),
+      (l) => l.length >= 2,
+    );
+    expect(files).toHaveLength(2);
+    const toClient = files.find((c) => c.includes(`To: ${client.id.slice(0, 8)}@example.com`))!;
+    expect(toClient).toMatch(/^Subject: Booking received: Tennis basics$/m);
+    expect(toClient).toMatch(/^Message-ID: <[0-9a-f]{40}@coaching\.local>$/m);
+  });
+
+  it("marks read (25), filters unread, refuses ids that are not the caller's, records delivery (26)", async () => {
+    const { client, coach, clientList, coachList } = await booked();
+    const mineId = clientList[0].id as string;
+    const others = await t.request('PUT', '/api/v1/notifications', {
+      token: client.token,
+      body: { notifications: [mineId, coachList[0].id] },
+    });
+    expect(others.status).toBe(404);
+    expect(others.body.error).toBe('notification_not_found');
+    expect((await list(client.token, '?unread=true')).body).toHaveLength(1); // nothing marked
+    const read = await t.request('PUT', '/api/v1/notifications', {
+      token: client.token,
+      body: { notifications: [mineId] },
+    });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual([expect.objectContaining({ id: mineId, unread: false })]);
+    expect((await list(client.token, '?unread=true')).body).toEqual([]);
+    expect((await list(client.token, '?unread=false')).body).toHaveLength(1);
+    expect((await list(coach.token, '?unread=true')).body).toHaveLength(1);
+    expect((await t.request('PUT', '/api/v1/notifications', { token: client.token, body: {} })).status).toBe(
+      422,
+    );
+    expect((await list(client.token, '?unread=maybe')).status).toBe(422);
+    expect((await t.request('GET', '/api/v1/notifications')).status).toBe(401);
+
+    const delivered = await t.request('POST', '/api/v1/notification/event', {
+      token: client.token,
+      body: { notificationIds: [mineId] },
+    });
+    expect(delivered.status).toBe(200);
+    expect(delivered.body).toEqual([{ id: mineId, status: 'delivered', deliveredAt: expect.any(String) }]);
+    const adminView = await t.request('GET', `/manage/admin/notifications/${mineId}`, { token: m.admin() });
+    expect(adminView.body).toMatchObject({ id: mineId, userId: client.id, unread: false });
+    expect(adminView.body.deliveredAt).toBe(delivered.body[0].deliveredAt);
+  });
+
+  it('registers delivery channels (27) and checks the mail provider (28)', async () => {
+    const user = await m.client();
+    const body = { type: 'webhook', address: 'https://example.com/hook' };
+    const first = await t.request('POST', '/api/v1/notification/channel', { token: user.token, body });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ id: expect.any(String), ...body });
+    const again = await t.request('POST', '/api/v1/notification/channel', { token: user.token, body });
+    expect(again.body.id).toBe(first.body.id);
+    const bad = await t.request('POST', '/api/v1/notification/channel', {
+      token: user.token,
+      body: { type: 'webhook', address: 'http://insecure' },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0].loc).toEqual(['body', 'address']);
+
+    const init = '/api/v1/notification/channel/mailprovider-init';
+    expect((await t.request('POST', init, { token: m.admin() })).body).toEqual({
+      provider: 'outbox',
+      status: 'ok',
+    });
+    expect((await t.request('POST', init, { token: m.service() })).status).toBe(200);
+    expect((await t.request('POST', init, { token: user.token })).status).toBe(403);
+    expect((await t.request('POST', init)).status).toBe(401);
+  });
+
+  it('admin views: list with filters (29), one (30), counts (31)', async () => {
+    const { client } = await booked();
+    const admin = m.admin();
+    const mine = await t.request('GET', `/manage/admin/notifications?user=${client.id}&type=session_booked`, {
+      token: admin,
+    });
+    expect(mine.status).toBe(200);
+    expect(mine.body).toEqual([expect.objectContaining({ userId: client.id, type: 'session_booked' })]);
+    const all = await t.request('GET', '/manage/admin/notifications?limit=2', { token: admin });
+    expect(all.body).toHaveLength(2);
+    const missing = await t.request('GET', `/manage/admin/notifications/${randomUUID()}`, { token: admin });
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ error: 'notification_not_found', code: 404 });
+    const counts = await t.request('GET', '/admin/notifications', { token: admin });
+    expect(counts.body.total).toBeGreaterThanOrEqual(2);
+    expect(counts.body.byType).toContainEqual(
+      expect.objectContaining({
+        type: 'session_booked',
+        total: expect.any(Number),
+        unread: expect.any(Number),
+      }),
+    );
+    expect((await t.request('GET', '/admin/notifications', { token: client.token })).status).toBe(403);
+    expect((await t.request('GET', '/manage/admin/notifications', { token: client.token })).status).toBe(403);
+  });
+});

@@ -1,0 +1,171 @@
+import { isLeft, isRight } from 'fp-ts/Either';
+import { randomUUID } from 'node:crypto';
+import type { BookingEvent } from '../../commands/booking/events';
+import { emailRequest } from '../../commands/email/decider';
+import type { EmailRequested } from '../../commands/email/events';
+import { inbox, type NotificationCommand } from '../../commands/notifications/decider';
+import type { NotificationEvent, NotificationFields } from '../../commands/notifications/events';
+import { sessionNotices, uuidFrom } from '../../commands/notifications/sessionNotices';
+import { fold } from '../../src/decider';
+
+const userId = randomUUID();
+const NOW = '2026-12-01T08:00:00.000Z';
+const fields = (over: Partial<NotificationFields> = {}): NotificationFields => ({
+  notificationId: randomUUID(),
+  userId,
+  type: 'session_booked',
+  contentType: 'booking',
+  contentId: randomUUID(),
+  message: 'New booking',
+  causationEventId: randomUUID(),
+  createdAt: NOW,
+  ...over,
+});
+const created = (f: NotificationFields): NotificationEvent => ({ type: 'NotificationCreated', data: f });
+
+function given(events: NotificationEvent[], command: NotificationCommand) {
+  return inbox.decide(command, fold(inbox, events));
+}
+
+describe('inbox decider', () => {
+  it('creates a notification once: the same id or the same cause again decides nothing', () => {
+    const n = fields();
+    expect(given([], { type: 'CreateNotification', notification: n })).toEqual({
+      _tag: 'Right',
+      right: [created(n)],
+    });
+    expect(given([created(n)], { type: 'CreateNotification', notification: n })).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+    const sameCause = fields({ causationEventId: n.causationEventId });
+    expect(given([created(n)], { type: 'CreateNotification', notification: sameCause })).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+  });
+
+  it("marks only unread notifications read, and refuses ids that are not the user's (none marked)", () => {
+    const a = fields();
+    const b = fields();
+    const read: NotificationEvent = {
+      type: 'NotificationsRead',
+      data: { userId, notificationIds: [a.notificationId], at: NOW },
+    };
+    expect(
+      given([created(a), created(b), read], {
+        type: 'MarkRead',
+        userId,
+        notificationIds: [a.notificationId, b.notificationId.toUpperCase()],
+        now: NOW,
+      }),
+    ).toEqual({
+      _tag: 'Right',
+      right: [{ type: 'NotificationsRead', data: { userId, notificationIds: [b.notificationId], at: NOW } }],
+    });
+    const unknown = randomUUID();
+    const refused = given([created(a)], {
+      type: 'MarkRead',
+      userId,
+      notificationIds: [a.notificationId, unknown],
+      now: NOW,
+    });
+    expect(refused).toEqual({
+      _tag: 'Left',
+      left: { code: 'notification_not_found', message: `no such notification of yours: ${unknown}` },
+    });
+  });
+
+  it('records delivery on the first report only', () => {
+    const a = fields();
+    const cmd: NotificationCommand = {
+      type: 'RecordDelivered',
+      userId,
+      notificationIds: [a.notificationId],
+      now: NOW,
+    };
+    const first = given([created(a)], cmd);
+    expect(isRight(first) && first.right).toEqual([
+      { type: 'NotificationsDelivered', data: { userId, notificationIds: [a.notificationId], at: NOW } },
+    ]);
+    expect(given([created(a), ...(isRight(first) ? first.right : [])], cmd)).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+  });
+
+  it('registers a channel once per type and address', () => {
+    const cmd: NotificationCommand = {
+      type: 'RegisterChannel',
+      userId,
+      channelId: 'c1',
+      channelType: 'webhook',
+      address: 'https://example.com/hook',
+      now: NOW,
+    };
+    const first = given([], cmd);
+    expect(isRight(first) && first.right[0]?.type).toBe('NotificationChannelRegistered');
+    expect(given(isRight(first) ? first.right : [], { ...cmd, channelId: 'c2' })).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+  });
+});
+
+describe('e-mail request decider', () => {
+  const request: EmailRequested['data'] = {
+    emailId: randomUUID(),
+    userId,
+    to: 'a@example.com',
+    groupId: null,
+    sessionId: null,
+    facts: { template: 'verification', role: 'user', recipientName: 'Ann', code: '1' },
+    requestedAt: NOW,
+  };
+  it('records a request once', () => {
+    const first = emailRequest.decide({ type: 'RequestEmail', request }, emailRequest.initialState());
+    expect(isRight(first) && first.right).toEqual([{ type: 'EmailRequested', data: request }]);
+    const again = emailRequest.decide(
+      { type: 'RequestEmail', request },
+      fold(emailRequest, [{ type: 'EmailRequested', data: request }]),
+    );
+    expect(isLeft(again)).toBe(true);
+  });
+});
+
+describe('who hears of a session event', () => {
+  const ref = {
+    groupId: randomUUID(),
+    sessionId: randomUUID(),
+    coachId: randomUUID(),
+    clientId: randomUUID(),
+    serviceId: randomUUID(),
+  };
+  const to = (e: BookingEvent) => sessionNotices(e).map((n) => [n.userId, n.type]);
+  it('approve and decline tell the client, dispute the coach', () => {
+    expect(to({ type: 'SessionApproved', data: { ...ref, at: NOW } })).toEqual([
+      [ref.clientId, 'session_approved'],
+    ]);
+    expect(to({ type: 'SessionDeclined', data: { ...ref, reason: '', at: NOW } })).toEqual([
+      [ref.clientId, 'session_declined'],
+    ]);
+    expect(to({ type: 'SessionDisputed', data: { ...ref, reason: 'x', at: NOW } })).toEqual([
+      [ref.coachId, 'session_disputed'],
+    ]);
+    expect(to({ type: 'SessionCompleted', data: { ...ref, completedAt: NOW } })).toEqual([]);
+  });
+  it('a cancellation tells the other party, both when the system canceled', () => {
+    const cancel = (by: 'client' | 'coach' | 'system'): BookingEvent => ({
+      type: 'SessionCanceled',
+      data: { ...ref, by, reason: '', at: NOW },
+    });
+    expect(to(cancel('client'))).toEqual([[ref.coachId, 'session_canceled']]);
+    expect(to(cancel('coach'))).toEqual([[ref.clientId, 'session_canceled']]);
+    expect(to(cancel('system')).map(([u]) => u)).toEqual([ref.clientId, ref.coachId]);
+  });
+  it('derives stable uuids', () => {
+    expect(uuidFrom('a', 'b')).toBe(uuidFrom('a', 'b'));
+    expect(uuidFrom('a', 'b')).not.toBe(uuidFrom('a', 'c'));
+    expect(uuidFrom('a')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
