@@ -1,0 +1,436 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { fold } from '../../src/decider';
+import { videoLibrary } from '../../commands/videos/decider';
+import { videoStream, type VideoEvent } from '../../commands/videos/events';
+import { startTestSystem, type TestSystem } from '../support/system';
+import { tempDataDir, testS3 } from '../support/s3';
+
+const LIMIT = 64 * 1024;
+
+type Part = { name: string; bytes?: Buffer; type?: string; filename?: string; value?: string };
+const mp4 = (n = 3000) => ({ bytes: randomBytes(n), type: 'video/mp4', filename: 'clip.mp4' });
+const png = (n = 500) => ({ bytes: randomBytes(n), type: 'image/png', filename: 'thumb.png' });
+
+const adapters: [string, () => Promise<{ env: Record<string, string>; close(): Promise<void> }>][] = [
+  ['filesystem', async () => ({ env: {}, close: async () => undefined })],
+  ['s3', testS3],
+];
+
+describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (adapter, openStore) => {
+  let t: TestSystem;
+  let dataDir: { dir: string; close(): Promise<void> };
+  let s3: { env: Record<string, string>; close(): Promise<void> };
+
+  beforeAll(async () => {
+    dataDir = await tempDataDir();
+    s3 = await openStore();
+    t = await startTestSystem({
+      env: { DATA_DIR: dataDir.dir, MAX_UPLOAD_BYTES: String(LIMIT), ...s3.env },
+    });
+    expect(t.system.deps.blobs.kind).toBe(adapter);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await s3?.close();
+    await dataDir?.close();
+  });
+
+  const coach = () => {
+    const id = randomUUID();
+    return { id, token: t.token(id, ['coach']) };
+  };
+
+  /** A real multipart/form-data request (Node's FormData and Blob through fetch). */
+  async function send(method: string, url: string, token: string | null, parts: Part[]) {
+    const form = new FormData();
+    for (const p of parts)
+      if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
+      else form.append(p.name, p.value ?? '');
+    const res = await fetch(t.baseUrl + url, {
+      method,
+      body: form,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  }
+  const upload = (token: string, parts: Part[]) => send('POST', '/api/v1/storage/video', token, parts);
+  const list = async (token: string) => {
+    const res = await t.request('GET', '/api/v1/storage/videos', { token });
+    expect(res.status).toBe(200);
+    return res.body as { id: string; title: string; url: string; thumb: string }[];
+  };
+  const fetchBytes = async (url: string) => {
+    const res = await fetch(t.baseUrl + url);
+    return {
+      status: res.status,
+      type: res.headers.get('content-type'),
+      bytes: Buffer.from(await res.arrayBuffer()),
+    };
+  };
+  const writeModelOrder = async (userId: string) => {
+    const { events } = await t.system.deps.store.readStream(videoStream(userId));
+    return fold(
+      videoLibrary,
+      events.map((e) => ({ type: e.type, data: e.data }) as VideoEvent),
+    ).videos.map((v) => v.videoId);
+  };
+  const uploadOk = async (token: string, title: string) => {
+    const res = await upload(token, [
+      { name: 'file', ...mp4(200) },
+      { name: 'title', value: title },
+    ]);
+    expect(res.status).toBe(200);
+    return res.body.id as string;
+  };
+
+  it('uploads a video with its preview, answers the FileBase and serves the same bytes', async () => {
+    const c = coach();
+    const file = mp4();
+    const preview = png();
+    const res = await upload(c.token, [
+      { name: 'file', ...file },
+      { name: 'preview', ...preview },
+      { name: 'title', value: 'Serve drills' },
+      { name: 'description', value: 'Slow motion' },
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      title: 'Serve drills',
+      description: 'Slow motion',
+      contentType: 'video/mp4',
+      originFilename: 'clip.mp4',
+      url: expect.stringMatching(/^\/api\/v1\/storage\/files\/video_[0-9a-f-]{36}\.mp4$/),
+      thumb: expect.stringMatching(/^\/api\/v1\/storage\/files\/preview_[0-9a-f-]{36}\.png$/),
+      filesize: file.bytes.length,
+      status: 'approved',
+    });
+    const video = await fetchBytes(res.body.url);
+    expect(video.status).toBe(200);
+    expect(video.type).toBe('video/mp4');
+    expect(video.bytes.equals(file.bytes)).toBe(true);
+    const thumb = await fetchBytes(res.body.thumb);
+    expect(thumb.type).toBe('image/png');
+    expect(thumb.bytes.equals(preview.bytes)).toBe(true);
+    expect(await list(c.token)).toEqual([res.body]);
+  });
+
+  it('defaults the title to the file name and the thumb to empty without a preview', async () => {
+    const c = coach();
+    const res = await upload(c.token, [{ name: 'file', ...mp4() }]);
+    expect(res.body).toMatchObject({ title: 'clip.mp4', description: '', thumb: '' });
+  });
+
+  it('refuses without a token (401), without the coach role (403), in the ErrorResponse shape', async () => {
+    const noToken = await send('POST', '/api/v1/storage/video', null, [{ name: 'file', ...mp4() }]);
+    expect(noToken).toEqual({
+      status: 401,
+      body: { error: 'unauthorized', message: expect.any(String), code: 401 },
+    });
+    const client = t.token(randomUUID(), ['client']);
+    const asClient = await upload(client, [{ name: 'file', ...mp4() }]);
+    expect(asClient).toEqual({
+      status: 403,
+      body: { error: 'forbidden', message: expect.any(String), code: 403 },
+    });
+    expect((await t.request('GET', '/api/v1/storage/videos', { token: client })).status).toBe(403);
+  });
+
+  it('refuses a file that is not a video, and a body that is not multipart, with 415', async () => {
+    const c = coach();
+    const res = await upload(c.token, [
+      { name: 'file', bytes: randomBytes(100), type: 'text/plain', filename: 'a.txt' },
+    ]);
+    expect(res).toEqual({
+      status: 415,
+      body: { error: 'unsupported_media_type', message: 'file must be video/*, got text/plain', code: 415 },
+    });
+    const badPreview = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'preview', bytes: randomBytes(10), type: 'video/mp4', filename: 'p.mp4' },
+    ]);
+    expect(badPreview.status).toBe(415);
+    const json = await t.request('POST', '/api/v1/storage/video', { token: c.token, body: { title: 'x' } });
+    expect(json.status).toBe(415);
+    expect(json.body).toMatchObject({ error: 'unsupported_media_type', code: 415 });
+    expect(await list(c.token)).toEqual([]);
+  });
+
+  it('refuses a file over the size limit with 413 and keeps no part of it', async () => {
+    const c = coach();
+    const res = await upload(c.token, [{ name: 'file', ...mp4(LIMIT + 1) }]);
+    expect(res).toEqual({
+      status: 413,
+      body: { error: 'payload_too_large', message: `file is larger than ${LIMIT} bytes`, code: 413 },
+    });
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
+    expect((await upload(c.token, [{ name: 'file', ...mp4(LIMIT) }])).status).toBe(200);
+  });
+
+  it('answers 422 for a missing file, an unknown file field or a title over 200 characters', async () => {
+    const c = coach();
+    const missing = await upload(c.token, [{ name: 'title', value: 'no file' }]);
+    expect(missing).toEqual({
+      status: 422,
+      body: { detail: [{ loc: ['body', 'file'], msg: 'Field required', type: 'missing' }] },
+    });
+    const unknown = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'extra', ...png() },
+    ]);
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.detail[0].loc).toEqual(['body', 'extra']);
+    const long = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'title', value: 'x'.repeat(201) },
+    ]);
+    expect(long.status).toBe(422);
+    expect(long.body.detail[0].loc).toEqual(['body', 'title']);
+    expect(await list(c.token)).toEqual([]);
+  });
+
+  it('reorders to an exact permutation, and names missing, unknown and duplicated ids otherwise', async () => {
+    const c = coach();
+    const a = await uploadOk(c.token, 'a');
+    const b = await uploadOk(c.token, 'b');
+    const d = await uploadOk(c.token, 'd');
+    expect((await list(c.token)).map((v) => v.title)).toEqual(['a', 'b', 'd']);
+    const ok = await t.request('PUT', '/api/v1/storage/videos/order', {
+      token: c.token,
+      body: { order: [d, a, b] },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body.map((v: { title: string }) => v.title)).toEqual(['d', 'a', 'b']);
+    expect(await list(c.token)).toEqual(ok.body);
+
+    const stranger = randomUUID();
+    const bad = await t.request('PUT', '/api/v1/storage/videos/order', {
+      token: c.token,
+      body: { order: [d, d, stranger] },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body).toEqual({ error: 'validation', message: expect.any(String), code: 422 });
+    expect(bad.body.message).toContain(`missing: ${a}, ${b}`);
+    expect(bad.body.message).toContain(`unknown: ${stranger}`);
+    expect(bad.body.message).toContain(`duplicated: ${d}`);
+    const shape = await t.request('PUT', '/api/v1/storage/videos/order', {
+      token: c.token,
+      body: { order: 'x' },
+    });
+    expect(shape.status).toBe(422);
+    expect(shape.body.detail[0].loc).toEqual(['body', 'order']);
+    expect((await list(c.token)).map((v) => v.title)).toEqual(['d', 'a', 'b']);
+  });
+
+  it('replaces the file and preview: new bytes served, old blobs gone, place in the list kept', async () => {
+    const c = coach();
+    const first = await uploadOk(c.token, 'first');
+    const before = (await list(c.token))[0]!;
+    const second = await uploadOk(c.token, 'second');
+    const file = { bytes: randomBytes(1234), type: 'video/webm', filename: 'new.webm' };
+    const preview = png(77);
+    const res = await send('PUT', `/api/v1/storage/video/${first}`, c.token, [
+      { name: 'file', ...file },
+      { name: 'preview', ...preview },
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      id: first,
+      title: 'first',
+      contentType: 'video/webm',
+      originFilename: 'new.webm',
+      filesize: 1234,
+      status: 'approved',
+    });
+    expect((await fetchBytes(res.body.url)).bytes.equals(file.bytes)).toBe(true);
+    expect((await fetchBytes(res.body.thumb)).bytes.equals(preview.bytes)).toBe(true);
+    const old = await fetchBytes(before.url);
+    expect(old.status).toBe(404);
+    expect(JSON.parse(old.bytes.toString())).toEqual({
+      error: 'file_not_found',
+      message: 'no such file',
+      code: 404,
+    });
+    expect((await list(c.token)).map((v) => v.id)).toEqual([first, second]);
+
+    const titled = await send('PUT', `/api/v1/storage/video/${first}`, c.token, [
+      { name: 'title', value: 'renamed' },
+    ]);
+    expect(titled.body).toEqual({ ...res.body, title: 'renamed' });
+  });
+
+  it("never shows or changes another user's videos: 404 video_not_found, and no new blob is kept", async () => {
+    const owner = coach();
+    const other = coach();
+    const id = await uploadOk(owner.token, 'mine');
+    expect(await list(other.token)).toEqual([]);
+    const blobsBefore =
+      adapter === 'filesystem' ? fs.readdirSync(path.join(dataDir.dir, 'blobs', 'data')).length : 0;
+    const replace = await send('PUT', `/api/v1/storage/video/${id}`, other.token, [
+      { name: 'file', ...mp4() },
+    ]);
+    expect(replace).toEqual({
+      status: 404,
+      body: { error: 'video_not_found', message: `you have no video ${id}`, code: 404 },
+    });
+    if (adapter === 'filesystem')
+      expect(fs.readdirSync(path.join(dataDir.dir, 'blobs', 'data'))).toHaveLength(blobsBefore);
+    const del = await t.request('DELETE', `/api/v1/storage/video/${id}`, { token: other.token });
+    expect(del.body).toEqual({ error: 'video_not_found', message: `you have no video ${id}`, code: 404 });
+    const reorder = await t.request('PUT', '/api/v1/storage/videos/order', {
+      token: other.token,
+      body: { order: [id] },
+    });
+    expect(reorder.status).toBe(422);
+    expect((await list(owner.token)).map((v) => v.id)).toEqual([id]);
+  });
+
+  it('deletes a video: {id, status: deleted}, its blobs removed, then 404', async () => {
+    const c = coach();
+    const res = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'preview', ...png() },
+    ]);
+    const del = await t.request('DELETE', `/api/v1/storage/video/${res.body.id}`, { token: c.token });
+    expect(del).toMatchObject({ status: 200, body: { id: res.body.id, status: 'deleted' } });
+    expect((await fetchBytes(res.body.url)).status).toBe(404);
+    expect((await fetchBytes(res.body.thumb)).status).toBe(404);
+    expect(await list(c.token)).toEqual([]);
+    expect(
+      (await t.request('DELETE', `/api/v1/storage/video/${res.body.id}`, { token: c.token })).status,
+    ).toBe(404);
+    expect((await t.request('DELETE', '/api/v1/storage/video/not-a-uuid', { token: c.token })).status).toBe(
+      422,
+    );
+  });
+
+  it('keeps the stored order a permutation of the videos under concurrent uploads, deletes and reorders', async () => {
+    const c = coach();
+    const initial = await Promise.all(Array.from({ length: 6 }, (_, i) => uploadOk(c.token, `v${i}`)));
+    const urlOf = new Map((await list(c.token)).map((v) => [v.id, v.url]));
+    const current = async () => (await list(c.token)).map((v) => v.id);
+    const uploads: Promise<number>[] = [];
+    const others: Promise<number>[] = [];
+    for (let i = 0; i < 8; i++) {
+      uploads.push(upload(c.token, [{ name: 'file', ...mp4(100) }]).then((r) => r.status));
+      if (i < 3)
+        others.push(
+          t
+            .request('DELETE', `/api/v1/storage/video/${initial[i]}`, { token: c.token })
+            .then((r) => r.status),
+        );
+      others.push(
+        current().then(async (ids) => {
+          const r = await t.request('PUT', '/api/v1/storage/videos/order', {
+            token: c.token,
+            body: { order: [...ids].reverse() },
+          });
+          return r.status;
+        }),
+      );
+    }
+    expect(await Promise.all(uploads)).toEqual(Array(8).fill(200));
+    const statuses = await Promise.all(others);
+    // Deletes succeed; a reorder either applies or is refused (the list changed under it); never a 500.
+    expect(statuses.slice(0, 6).filter((s) => s === 200).length).toBeGreaterThanOrEqual(3);
+    expect(statuses.every((s) => [200, 409, 422].includes(s))).toBe(true);
+
+    const finalIds = await current();
+    // The read model agrees with the write model, and the order is a permutation of the surviving videos.
+    expect(finalIds).toEqual(await writeModelOrder(c.id));
+    expect(new Set(finalIds).size).toBe(finalIds.length);
+    expect(finalIds).toHaveLength(3 + 8);
+    for (const id of initial.slice(0, 3)) expect(finalIds).not.toContain(id);
+    for (const id of initial.slice(3)) expect(finalIds).toContain(id);
+    // A permutation of exactly these is accepted.
+    const reversed = [...finalIds].reverse();
+    const last = await t.request('PUT', '/api/v1/storage/videos/order', {
+      token: c.token,
+      body: { order: reversed },
+    });
+    expect(last.status).toBe(200);
+    expect(await current()).toEqual(reversed);
+    // Blobs: the deleted videos' files are gone, every listed file is served.
+    for (const id of initial.slice(0, 3)) expect((await fetchBytes(urlOf.get(id)!)).status).toBe(404);
+    for (const v of await list(c.token)) expect((await fetchBytes(v.url)).status).toBe(200);
+  });
+
+  it('14: stores profile media for any user and answers UserProfileOut', async () => {
+    const id = randomUUID();
+    const token = t.token(id, ['client']);
+    const file = png(900);
+    const res = await send('POST', '/api/v1/storage/profile/media', token, [{ name: 'file', ...file }]);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id,
+      gender: '',
+      birthDate: null,
+      timezone: 'UTC',
+      firstName: '',
+      lastName: '',
+      description: '',
+      languages: [],
+      experience: 0,
+      requiresParking: false,
+      type: 'guest',
+      username: '',
+      phone: '',
+      email: '',
+      verifiedPhone: false,
+      verifiedEmail: false,
+      available: true,
+      verified: false,
+      avatarUrl: '',
+      mediaType: 'image',
+      mediaUrl: expect.stringMatching(/^\/api\/v1\/storage\/files\/media_[0-9a-f-]{36}\.png$/),
+      mediaPreviewUrl: '',
+      sessionCount: 0,
+      totalPayment: 0,
+      totalPaymentCurrency: '',
+      profileCompletion: 9,
+    });
+    expect((await fetchBytes(res.body.mediaUrl)).bytes.equals(file.bytes)).toBe(true);
+    const pdf = await send('POST', '/api/v1/storage/profile/media', token, [
+      { name: 'file', bytes: randomBytes(10), type: 'application/pdf', filename: 'cv.pdf' },
+    ]);
+    expect(pdf.status).toBe(415);
+    const anon = await send('POST', '/api/v1/storage/profile/media', null, [{ name: 'file', ...file }]);
+    expect(anon.status).toBe(401);
+  });
+
+  it("14 and 13: a coach's media and videos appear on the public coach profile; old media is deleted", async () => {
+    const c = coach();
+    const svc = t.token(randomUUID(), ['service']);
+    const put = await t.request('PUT', `/api/v1/users/${c.id}`, {
+      token: svc,
+      body: { firstName: 'Ana', lastName: 'Lima', email: `a${c.id.slice(0, 6)}@example.com`, type: 'coach' },
+    });
+    expect(put.status).toBe(200);
+    const first = await send('POST', '/api/v1/storage/profile/media', c.token, [{ name: 'file', ...mp4() }]);
+    const clip = mp4(2222);
+    const preview = png();
+    const media = await send('POST', '/api/v1/storage/profile/media', c.token, [
+      { name: 'file', ...clip },
+      { name: 'preview', ...preview },
+    ]);
+    expect(media.status).toBe(200);
+    expect(media.body).toMatchObject({ id: c.id, type: 'coach', firstName: 'Ana', mediaType: 'video' });
+    expect((await fetchBytes(first.body.mediaUrl)).status).toBe(404);
+    expect((await fetchBytes(media.body.mediaPreviewUrl)).bytes.equals(preview.bytes)).toBe(true);
+    const v1 = await uploadOk(c.token, 'one');
+    const v2 = await uploadOk(c.token, 'two');
+    await t.request('PUT', '/api/v1/storage/videos/order', { token: c.token, body: { order: [v2, v1] } });
+    const profile = await t.request('GET', `/api/v1/coach/${c.id}/profile`);
+    expect(profile.status).toBe(200);
+    expect(profile.body).toMatchObject({
+      mediaType: 'video',
+      mediaUrl: media.body.mediaUrl,
+      mediaPreviewUrl: media.body.mediaPreviewUrl,
+    });
+    expect(profile.body.videos).toEqual(await list(c.token));
+    expect(profile.body.videos.map((v: { id: string }) => v.id)).toEqual([v2, v1]);
+  });
+});
