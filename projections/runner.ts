@@ -41,6 +41,9 @@ export function isTransient(err: unknown): boolean {
   );
 }
 
+/** Irrelevant events a projection may pass before it must write its checkpoint anyway. */
+const SKIP_SAVE_EVERY = 1000;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (p: Position) => ({ commit: p.commit.toString(), prepare: p.prepare.toString() });
 
@@ -84,12 +87,26 @@ export function createProjectionRunner(
     return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
   };
 
-  /** One transaction: the events' effects and the checkpoint commit together or not at all. */
+  /** Events seen since each projection last wrote its checkpoint, none of which it handles. */
+  const unsaved = new Map<string, number>();
+
+  /**
+   * One transaction: the events' effects and the checkpoint commit together or not at all. A batch the
+   * projection has nothing to do with only moves its position in memory (most batches, for most
+   * projections); the checkpoint catches up with its next real change, or every SKIP_SAVE_EVERY events,
+   * so a restart re-reads at most that many irrelevant events.
+   */
   const applyBatch = async (p: Projection, events: RecordedEvent[]) => {
+    const mine = events.filter((e) => p.handles.includes(e.type));
+    const skipped = (unsaved.get(p.name) ?? 0) + events.length;
+    if (mine.length === 0 && skipped < SKIP_SAVE_EVERY) {
+      unsaved.set(p.name, skipped);
+      return;
+    }
     // Reactions run before the checkpoint moves: a crash in between repeats them, never loses them.
-    if (p.react) for (const e of events) if (p.handles.includes(e.type)) await p.react(e);
+    if (p.react) for (const e of mine) await p.react(e);
     await db.transaction(async (tx) => {
-      if (p.apply) for (const e of events) if (p.handles.includes(e.type)) await p.apply(tx, e);
+      if (p.apply) for (const e of mine) await p.apply(tx, e);
       const last = events[events.length - 1]!.position;
       await tx.query(
         `INSERT INTO projection_checkpoints (name, commit_position, prepare_position, updated_at)
@@ -99,6 +116,7 @@ export function createProjectionRunner(
         [p.name, last.commit.toString(), last.prepare.toString()],
       );
     });
+    unsaved.set(p.name, 0);
   };
 
   /** A failing batch is retried event by event, so a poison event is named and its predecessors land. */

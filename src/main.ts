@@ -22,6 +22,10 @@ async function main() {
       dataDir: config.databaseUrl ? undefined : config.dataDir,
     }),
   );
+  // Idle keep-alive connections outlive a load balancer's (60 s is common), so it never reuses a socket we
+  // are closing; headers get a little longer still, as Node requires.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   const shutdown = async (signal: string) => {
     log.info('shutting down', { signal });
     server.close();

@@ -31,7 +31,6 @@ export interface FreeSlot {
   remainingSeats: number;
 }
 
-const LOCAL = "yyyy-MM-dd'T'HH:mm:ss";
 const toMinutes = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
 /** Hours of one local date: its override if any, else its weekday's. */
@@ -75,14 +74,25 @@ export function freeSlots(
   const busy = reservations.map((r) => ({ ...r, s: Date.parse(r.startsAt), e: Date.parse(r.endsAt) }));
   const out: FreeSlot[] = [];
   const last = DateTime.fromISO(toDate, { zone });
+  const capacity = rules.groupSession ? rules.maxGroupSize : 1;
   for (let day = DateTime.fromISO(fromDate, { zone }); day <= last; day = day.plus({ days: 1 })) {
+    const date = day.toISODate()!;
+    // Zone arithmetic is the costly part. On a day whose offset is the same at both midnights (every day
+    // but the two DST change days) a wall time is plain arithmetic; only change days ask luxon per slot.
+    const next = day.plus({ days: 1 });
+    const steadyOffset = day.offset === next.offset ? day.offset : null;
+    const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
     for (const interval of hoursOn(schedule, day)) {
       const end = toMinutes(interval.end);
       for (let m = toMinutes(interval.start); m + rules.minutesDuration <= end; m += rules.minutesDuration) {
-        const label = `${day.toISODate()}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
-        const start = parseLocal(label, zone);
-        if (!start) continue;
-        const s = start.toMillis();
+        const label = `${date}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
+        let s: number;
+        if (steadyOffset !== null) s = midnightUtc + (m - steadyOffset) * 60_000;
+        else {
+          const start = parseLocal(label, zone);
+          if (!start) continue;
+          s = start.toMillis();
+        }
         const e = s + rules.minutesDuration * 60_000;
         if (s < earliest || s > latest) continue;
         let seatsTaken = 0;
@@ -92,12 +102,11 @@ export function freeSlots(
           if (rules.groupSession && r.serviceId === rules.serviceId && r.s === s && r.e === e) seatsTaken++;
           else blocked = true;
         }
-        const capacity = rules.groupSession ? rules.maxGroupSize : 1;
         if (blocked || seatsTaken >= capacity) continue;
         out.push({
-          slot: start.toFormat(LOCAL),
-          startsAt: start.toUTC().toISO()!,
-          endsAt: DateTime.fromMillis(e, { zone: 'utc' }).toISO()!,
+          slot: label,
+          startsAt: new Date(s).toISOString(),
+          endsAt: new Date(e).toISOString(),
           remainingSeats: capacity - seatsTaken,
         });
       }

@@ -128,7 +128,7 @@ export function bookingTerms(over: Partial<BookingTerms> = {}): BookingTerms {
 export async function eventually<T>(
   read: () => Promise<T>,
   done: (value: T) => boolean,
-  timeoutMs = 3000,
+  timeoutMs = 10_000,
 ): Promise<T> {
   const until = Date.now() + timeoutMs;
   let value = await read();
