@@ -106,6 +106,9 @@ export function createProjectionRunner(
     // Reactions run before the checkpoint moves: a crash in between repeats them, never loses them.
     if (p.react) for (const e of mine) await p.react(e);
     await db.transaction(async (tx) => {
+      // Read models need not wait for the disk: a crash loses the change and its checkpoint together,
+      // and the events (which are durable) are applied again. Only the event store's commits must be.
+      await tx.query('SET LOCAL synchronous_commit TO OFF');
       if (p.apply) for (const e of mine) await p.apply(tx, e);
       const last = events[events.length - 1]!.position;
       await tx.query(

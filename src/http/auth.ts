@@ -1,3 +1,4 @@
+import { createPublicKey, createSecretKey } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import koaJwt from 'koa-jwt';
 import jwt from 'jsonwebtoken';
@@ -15,8 +16,11 @@ export interface Principal {
 /** koa-jwt checks the bearer token; it is `passthrough` so routes decide whether a token is needed. */
 export function jwtMiddleware(config: Config): Middleware {
   const { secret, publicKey } = config.jwt;
+  // A KeyObject made once: given a string, jsonwebtoken would build (and first try the wrong kind of) key
+  // on every request, which showed as the largest CPU cost of a request in bench/booking.ts.
+  const key = publicKey ? createPublicKey(publicKey) : createSecretKey(Buffer.from(secret ?? ''));
   return koaJwt({
-    secret: (publicKey ?? secret) as string,
+    secret: key as unknown as string,
     algorithms: publicKey ? ['RS256'] : ['HS256'],
     passthrough: true,
     key: 'jwtClaims',
