@@ -70,6 +70,8 @@ interface DemoCoach {
   profile: Record<string, unknown> & { firstName: string; lastName: string; timezone: string };
   address: DemoAddress;
   services: Record<string, unknown>[];
+  /** Weekly hours; the shared `weekly` when absent. */
+  weekly?: Record<string, { start: string; end: string }[]>;
 }
 
 /** Fixed, recognisable ids: "5eed" prefix, version-4 shape. */
@@ -82,7 +84,11 @@ export const DEMO_IDS = {
     '5eedc0ac-0000-4000-8000-000000000003',
   ],
   clients: ['5eedc11e-0000-4000-8000-000000000001', '5eedc11e-0000-4000-8000-000000000002'],
+  /** A coach bookable around the clock at 15 minutes' notice, to walk a session's whole life quickly. */
+  quickCoach: '5eedc0ac-0000-4000-8000-0000000000ff',
 } as const;
+
+const allDay = hours('00:00', '24:00');
 
 const COACHES: DemoCoach[] = [
   {
@@ -208,6 +214,47 @@ const COACHES: DemoCoach[] = [
       },
     ],
   },
+  {
+    id: DEMO_IDS.quickCoach,
+    profile: {
+      firstName: 'Quinn',
+      lastName: 'Quick',
+      email: 'quinn.quick@demo.coaching.local',
+      timezone: 'UTC',
+      languages: ['en'],
+      experience: 3,
+      description:
+        'Fifteen-minute check-ins around the clock: book, approve, complete and review in minutes.',
+    },
+    address: {
+      name: 'Online',
+      address: 'Video call',
+      lat: 51.5072,
+      lng: -0.1276,
+      city: 'London',
+      country: 'GB',
+    },
+    weekly: {
+      monday: allDay,
+      tuesday: allDay,
+      wednesday: allDay,
+      thursday: allDay,
+      friday: allDay,
+      saturday: allDay,
+      sunday: allDay,
+    },
+    services: [
+      {
+        name: 'Quick check-in (15 min)',
+        description: 'A short call; the next slot starts within a quarter of an hour.',
+        price: 5,
+        priceCurrency: 'EUR',
+        sessionMinutesDuration: 15,
+        serviceTypes: ['check-in'],
+        minimumNoticeHours: 0,
+      },
+    ],
+  },
 ];
 
 const CLIENTS: { id: string; profile: Record<string, unknown>; address: DemoAddress }[] = [
@@ -295,7 +342,7 @@ export async function seedDemo(opts: SeedOptions): Promise<SeedResult> {
     await ensureAddress(token, coach.address);
     await call('PUT', '/api/v1/coach/schedule', token, {
       timezone: coach.profile.timezone,
-      weekly,
+      weekly: coach.weekly ?? weekly,
       overrides: {},
     });
     // The coach's own token sees its services in review too, so a half-finished earlier run is resumed.

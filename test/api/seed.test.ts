@@ -39,8 +39,8 @@ describe('npm run seed (seedDemo)', () => {
       expect(group.maxGroupSize).toBeGreaterThan(1);
       expect(pkg.numberOfSessions).toBe(3);
     }
-    expect(first.services).toHaveLength(6);
-    expect(first.createdServices).toBe(6);
+    expect(first.services).toHaveLength(7); // and the quick check-in coach's one service
+    expect(first.createdServices).toBe(7);
   });
 
   it('publishes schedules, so every service has free slots in the coming week', async () => {
@@ -64,6 +64,7 @@ describe('npm run seed (seedDemo)', () => {
       'admin',
       'client',
       'client',
+      'coach',
       'coach',
       'coach',
       'coach',
