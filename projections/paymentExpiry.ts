@@ -1,5 +1,5 @@
 import type { PaymentEvent } from '../commands/payments/events';
-import { UNPAID_STATUSES } from '../commands/payments/transitions';
+import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../commands/payments/transitions';
 import { assertNever } from '../src/decider';
 import type { Projection } from './runner';
 
@@ -20,9 +20,15 @@ export const paymentExpiryProjection: Projection = {
         );
         return;
       case 'PaymentStatusChanged':
-        // failed -> checkout stays unpaid; a payment that left the unpaid states never comes back to them.
+        // A payment that left the unpaid states never comes back to them; one in checkout or review keeps
+        // its deadline but is not swept while the provider holds it (failed -> checkout -> failed is possible).
         if (!UNPAID_STATUSES.includes(event.data.to))
           await tx.query('DELETE FROM payment_expiry_due WHERE payment_id = $1', [event.data.paymentId]);
+        else
+          await tx.query('UPDATE payment_expiry_due SET in_flight = $2 WHERE payment_id = $1', [
+            event.data.paymentId,
+            !EXPIRABLE_STATUSES.includes(event.data.to),
+          ]);
         return;
       default:
         assertNever(event);

@@ -32,7 +32,8 @@ export function createPaymentExpirySweeper(
   const sweepOnce = async (): Promise<number> => {
     const now = deps.clock().toISOString();
     const due = await deps.db.query<{ id: string }>(
-      `SELECT payment_id AS id FROM payment_expiry_due WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      `SELECT payment_id AS id FROM payment_expiry_due WHERE expires_at <= $1 AND NOT in_flight
+       ORDER BY expires_at LIMIT $2`,
       [now, batchSize],
     );
     let expired = 0;

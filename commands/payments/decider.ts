@@ -1,7 +1,7 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider } from '../../src/decider';
 import type { PaymentEvent, PaymentStatus } from './events';
-import { canMove, UNPAID_STATUSES } from './transitions';
+import { canMove, EXPIRABLE_STATUSES } from './transitions';
 
 /** Everything the write side knows of one payment. */
 export interface PaymentRecord {
@@ -143,8 +143,8 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
         if (!canMove(p.status, 'canceled')) return left(invalid(p.status, 'canceled'));
         return right([moved(p, 'canceled', command.now, 'canceled_by_service')]);
       case 'ExpirePayment':
-        // Received (or already closed) in the meantime, or not due yet: nothing to do.
-        if (!UNPAID_STATUSES.includes(p.status)) return right([]);
+        // Received, closed or in the provider's hands in the meantime, or not due yet: nothing to do.
+        if (!EXPIRABLE_STATUSES.includes(p.status)) return right([]);
         if (Date.parse(command.now) < Date.parse(p.expiresAt)) return right([]);
         return right([moved(p, 'canceled', command.now, 'expired')]);
       default:

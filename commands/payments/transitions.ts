@@ -16,8 +16,15 @@ export const PAYMENT_TRANSITIONS: Record<PaymentStatus, readonly PaymentStatus[]
 export const canMove = (from: PaymentStatus, to: PaymentStatus): boolean =>
   PAYMENT_TRANSITIONS[from].includes(to);
 
-/** Not received yet: these expire at `expiresAt` (each of them may move to canceled). */
+/** Not received yet. */
 export const UNPAID_STATUSES: readonly PaymentStatus[] = ['awaiting', 'checkout', 'review', 'failed'];
+
+/**
+ * Unpaid with no money in flight: these expire at `expiresAt`. A payment in checkout or review is the
+ * provider's to settle (its outcome arrives as an update); canceling it under the provider could take a
+ * client's money for a booking we had just released.
+ */
+export const EXPIRABLE_STATUSES: readonly PaymentStatus[] = ['awaiting', 'failed'];
 
 /** Endpoint 17 applies a user's update to the newest payment whose status is not one of these. */
 export const CLOSED_STATUSES: readonly PaymentStatus[] = ['canceled', 'deleted', 'delivered'];

@@ -325,4 +325,24 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       },
     ]);
   });
+
+  it('leaves a payment in checkout to the provider past its deadline, and expires it once it has failed', async () => {
+    now = new Date('2026-03-05T09:00:00.000Z');
+    const p = await createPayment({ expiresInMs: HOUR });
+    await update(p.paymentId, { status: 'checkout' });
+    expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 3000)).toBe(true);
+    now = new Date('2026-03-05T11:00:00.000Z');
+    await t.system.sweepExpiredPayments();
+    expect(await streamLength(p.paymentId)).toBe(2); // created, checkout: money may be in flight
+    await update(p.paymentId, { status: 'failed' });
+    expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 3000)).toBe(true);
+    await t.system.sweepExpiredPayments();
+    const { events } = await t.system.deps.store.readStream(paymentStream(p.paymentId));
+    expect(events.map((e) => e.data)).toEqual([
+      expect.objectContaining({ status: 'awaiting' }),
+      expect.objectContaining({ to: 'checkout' }),
+      expect.objectContaining({ to: 'failed' }),
+      expect.objectContaining({ from: 'failed', to: 'canceled', reason: 'expired' }),
+    ]);
+  });
 });

@@ -54,4 +54,11 @@ CREATE TABLE payment_expiry_due (
 CREATE INDEX payment_expiry_due_at ON payment_expiry_due (expires_at);
 `,
   },
+  {
+    version: 33,
+    name: 'payments in checkout or review do not expire',
+    sql: `
+ALTER TABLE payment_expiry_due ADD COLUMN in_flight boolean NOT NULL DEFAULT false;
+`,
+  },
 ];
