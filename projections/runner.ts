@@ -109,13 +109,27 @@ export function createProjectionRunner(
       // Read models need not wait for the disk: a crash loses the change and its checkpoint together,
       // and the events (which are durable) are applied again. Only the event store's commits must be.
       await tx.query('SET LOCAL synchronous_commit TO OFF');
-      if (p.apply) for (const e of mine) await p.apply(tx, e);
-      const last = events[events.length - 1]!.position;
+      // Another instance of the service may run the same projection: the checkpoint row, locked for the
+      // transaction, says what is already applied, so each event lands once whoever gets there first.
       await tx.query(
-        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position, updated_at)
-         VALUES ($1, $2::numeric, $3::numeric, now())
-         ON CONFLICT (name) DO UPDATE SET commit_position = EXCLUDED.commit_position,
-           prepare_position = EXCLUDED.prepare_position, updated_at = now()`,
+        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, -1, -1)
+         ON CONFLICT (name) DO NOTHING`,
+        [p.name],
+      );
+      const stored = (
+        await tx.query<{ c: string; p: string }>(
+          `SELECT commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints
+           WHERE name = $1 FOR UPDATE`,
+          [p.name],
+        )
+      ).rows[0]!;
+      const done = { commit: BigInt(stored.c), prepare: BigInt(stored.p) };
+      const last = events[events.length - 1]!.position;
+      if (comparePositions(last, done) <= 0) return;
+      if (p.apply) for (const e of mine) if (comparePositions(e.position, done) > 0) await p.apply(tx, e);
+      await tx.query(
+        `UPDATE projection_checkpoints SET commit_position = $2::numeric, prepare_position = $3::numeric,
+           updated_at = now() WHERE name = $1`,
         [p.name, last.commit.toString(), last.prepare.toString()],
       );
     });

@@ -113,3 +113,38 @@ describe('projection runner', () => {
     await runner.stop();
   });
 });
+
+describe('projection runner with two instances of the service', () => {
+  it('applies each event once when two runners run the same projection on one database', async () => {
+    const database = await testDatabase();
+    await migrate(database.db);
+    const store = await createSqlEventStore(database.db);
+    await database.db.query('CREATE TABLE seen (event_id uuid PRIMARY KEY, n int)');
+    // The primary key refuses a second application: a double apply would stop the projection.
+    const projection = (): Projection => ({
+      name: 'shared',
+      handles: ['Numbered'],
+      async apply(tx, e) {
+        await tx.query('INSERT INTO seen (event_id, n) VALUES ($1, $2)', [e.id, (e.data as { n: number }).n]);
+      },
+    });
+    const a = createProjectionRunner(store, database.db, [projection()], log, { batchSize: 3 });
+    const b = createProjectionRunner(store, database.db, [projection()], log, { batchSize: 5 });
+    try {
+      await Promise.all([a.start(), b.start()]);
+      let last;
+      for (let n = 1; n <= 60; n++)
+        last = await store.append(`n-${n % 7}`, [{ type: 'Numbered', data: { n } }]);
+      expect(await a.waitFor(last!.position, 10_000)).toBe(true);
+      expect(await b.waitFor(last!.position, 10_000)).toBe(true);
+      const rows = await database.db.query<{ n: number }>('SELECT n FROM seen ORDER BY n');
+      expect(rows.rows.map((r) => r.n)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+      expect([...a.status(), ...b.status()].map((s) => s.state)).toEqual(['running', 'running']);
+    } finally {
+      await a.stop();
+      await b.stop();
+      await store.close();
+      await database.drop();
+    }
+  });
+});
