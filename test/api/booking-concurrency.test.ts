@@ -14,8 +14,9 @@ const BURST = 50;
 function noDoubleBooking(
   label: string,
   storeFactory?: () => Promise<{ store: EventStore; stop?: () => Promise<void> }>,
+  describeFn: jest.Describe = describe,
 ) {
-  describe(`no double booking (${label})`, () => {
+  describeFn(`no double booking (${label})`, () => {
     let t: TestSystem;
     let m: ReturnType<typeof marketplace>;
     let stop: (() => Promise<void>) | undefined;
@@ -98,15 +99,14 @@ function noDoubleBooking(
 noDoubleBooking(process.env.DATABASE_URL ? 'PostgreSQL event store' : 'PGlite event store');
 
 const esdb = eventStoreDbPlan();
-if (esdb.skipReason) {
-  console.warn(`booking concurrency on EventStoreDB ${esdb.skipReason}`);
-  describe.skip(`no double booking (EventStoreDB: ${esdb.skipReason})`, () => {
-    it('runs the same bursts against EventStoreDB', () => undefined);
-  });
-} else {
-  noDoubleBooking('EventStoreDB event store', async () => {
+if (esdb.skipReason) console.warn(`booking concurrency on EventStoreDB ${esdb.skipReason}`);
+// Unreachable, the same cases are listed as skipped under a title that says why.
+noDoubleBooking(
+  esdb.skipReason ? `EventStoreDB event store; ${esdb.skipReason}` : 'EventStoreDB event store',
+  async () => {
     if (esdb.url) return { store: createEsdbEventStore(esdb.url) };
     const c = await startEventStoreDbContainer();
     return { store: createEsdbEventStore(c.url), stop: c.stop };
-  });
-}
+  },
+  esdb.skipReason ? describe.skip : describe,
+);
