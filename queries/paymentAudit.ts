@@ -6,16 +6,9 @@ import { paymentStream, type PaymentEvent } from '../commands/payments/events';
 import type { AppDeps } from '../src/deps';
 import type { RecordedEvent } from '../src/eventstore/types';
 import { requireRole } from '../src/http/auth';
-import { decode, refine } from '../src/http/validation';
+import { IsoInstant, decode } from '../src/http/validation';
 import { paymentNotFound, toPaymentOut } from './payments';
 
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
-const IsoInstant = refine(
-  t.string,
-  (s) => ISO_INSTANT.test(s) && !Number.isNaN(Date.parse(s)),
-  'iso_instant',
-  'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',
-);
 const AuditQuery = t.partial({ at: IsoInstant });
 
 /** When the event happened in the domain (the clock of the command that decided it). */

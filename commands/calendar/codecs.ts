@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { refine, strict } from '../../src/http/validation';
+import { CalendarDate, refine, strict } from '../../src/http/validation';
 import { WEEKDAYS } from './events';
 
 const HHMM = refine(
@@ -36,12 +36,8 @@ export const IanaZone = refine(
   'timezone',
   'Input should be an IANA time zone such as Europe/Berlin',
 );
-const IsoDate = refine(
-  t.string,
-  (s) => /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s)),
-  'date',
-  'Input should be a date YYYY-MM-DD',
-);
+/** A real calendar day (the availability range and schedule overrides). */
+const IsoDate = CalendarDate;
 
 /** PUT /api/v1/coach/schedule */
 export const ScheduleBody = strict(

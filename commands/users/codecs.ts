@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { Uuid, boundedString, intIn, refine, strict } from '../../src/http/validation';
+import { Uuid, boundedString, intIn, isCalendarDate, refine, strict } from '../../src/http/validation';
 
 const text = (max: number) => boundedString(max);
 
@@ -19,12 +19,8 @@ export const IanaTimezone = refine(
   'Input should be a valid IANA time zone name',
 );
 
-/** YYYY-MM-DD that is a real calendar day. */
-export const isCalendarDate = (s: string): boolean => {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
-  const d = new Date(`${s}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
-};
+/** YYYY-MM-DD that is a real calendar day (shared with the other codecs). */
+export { isCalendarDate };
 const BirthDate = refine(
   t.string,
   isCalendarDate,

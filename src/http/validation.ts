@@ -113,6 +113,30 @@ export const intIn = (min: number, max: number, name = 'integer') =>
     `Input should be an integer from ${min} to ${max}`,
   );
 
+/**
+ * YYYY-MM-DD that is a real calendar day. `Date.parse` alone is not enough: it takes 2026-02-31 and rolls it
+ * into March, and luxon then reads the same text as invalid (NaN days), which reached the slot computation
+ * of the availability queries as a 500.
+ */
+export const isCalendarDate = (s: string): boolean => {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+};
+export const CalendarDate = refine(t.string, isCalendarDate, 'date', 'Input should be a date YYYY-MM-DD');
+
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+/**
+ * An ISO 8601 instant with a zone, on a real calendar day: `at` of the audit queries. A day that does not
+ * exist (2026-02-30) is refused rather than silently read as another day.
+ */
+export const IsoInstant = refine(
+  t.string,
+  (s) => ISO_INSTANT.test(s) && isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)),
+  'iso_instant',
+  'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',
+);
+
 /** Query-string integers arrive as text. */
 export const IntFromString = (min: number, max: number) =>
   new t.Type<number, string, unknown>(
