@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../src/deps';
 import { authenticated, currentPrincipal } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { readMultipart, uploadTmpDir } from '../../src/http/multipart';
+import { multipartRoute, readMultipart, uploadTmpDir } from '../../src/http/multipart';
 import { decode, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
 import { toUserProfileOut, userSessionCount } from '../../queries/userProfileOut';
@@ -15,7 +15,7 @@ const NoFields = strict({}, {}, 'ProfileMediaFields');
 export function profileMediaCommands(deps: AppDeps): Router {
   const router = new Router();
   // 14. Profile media (a picture or a video, and an optional preview image) of the caller: UserProfileOut.
-  router.post('/api/v1/storage/profile/media', authenticated(), async (ctx) => {
+  router.post('/api/v1/storage/profile/media', authenticated(), multipartRoute(), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const form = await readMultipart(ctx, {
       tmpDir: uploadTmpDir(deps.config.dataDir),

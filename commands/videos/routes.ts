@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
 import { currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
+import { multipartRoute, readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
 import { Uuid, boundedString, decode, refine, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
 import { toFileBase } from '../../queries/videos';
@@ -102,7 +102,7 @@ export function videoCommands(deps: AppDeps): Router {
     );
 
   // 1. Upload a video (and its preview image): answers the FileBase.
-  router.post('/api/v1/storage/video', requireRole('coach'), async (ctx) => {
+  router.post('/api/v1/storage/video', requireRole('coach'), multipartRoute(), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const form = await readMultipart(ctx, {
       tmpDir,
@@ -158,7 +158,7 @@ export function videoCommands(deps: AppDeps): Router {
   });
 
   // 4. Replace the file, the preview, the title or the description (all optional): answers the FileBase.
-  router.put('/api/v1/storage/video/:video_id', requireRole('coach'), async (ctx) => {
+  router.put('/api/v1/storage/video/:video_id', requireRole('coach'), multipartRoute(), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const videoId = decode(VideoIdPath, ctx.params, 'path').video_id.toLowerCase();
     const form = await readMultipart(ctx, {

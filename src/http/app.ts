@@ -3,7 +3,8 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { AppDeps } from '../deps';
 import { jwtMiddleware } from './auth';
-import { errorHandler, requestContext } from './middleware';
+import { errorHandler, requestContext, requireJsonBody } from './middleware';
+import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
 import { routers } from '../routes';
 
@@ -14,6 +15,11 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true; // errors are logged by errorHandler, once, without leaking to the client
   app.use(requestContext(deps.log));
   app.use(errorHandler(deps.log));
+  const apiRouters = routers(deps);
+  const uploads = apiRouters.flatMap((r) => r.stack).filter((layer) => takesMultipart(layer.stack));
+  app.use(
+    requireJsonBody((method, path) => uploads.some((l) => l.methods.includes(method) && l.match(path))),
+  );
   app.use(
     bodyParser({
       enableTypes: ['json'],
@@ -54,7 +60,7 @@ export function createApp(deps: AppDeps): Koa {
   });
 
   const root = new Router();
-  for (const r of [health, ...routers(deps)]) root.use(r.routes());
+  for (const r of [health, ...apiRouters]) root.use(r.routes());
   app.use(root.routes());
   // Thrown, so 405/501 reach errorHandler and get the ErrorResponse shape.
   app.use(root.allowedMethods({ throw: true }));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../log';
+import { HttpError } from './errors';
 import { renderError } from './render';
 
 /** Request id (taken from `X-Request-Id` when sane) and one JSON access-log line per request. */
@@ -47,5 +48,30 @@ export function errorHandler(log: Logger): Middleware {
       ctx.status = r.status;
       ctx.body = r.body;
     }
+  };
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * A body must come as JSON (or as multipart/form-data to an upload route), else 415. The body parser only
+ * reads JSON and hands the routes `{}` for any other type, so a text/plain, form or multipart body sent to a
+ * route whose body is optional (decline, cancel, reject, a profile upsert, ...) was silently dropped and
+ * answered 200 as if nothing had been sent. Runs before the body parser, so such a body is never read.
+ */
+export function requireJsonBody(isUpload: (method: string, path: string) => boolean): Middleware {
+  return async (ctx, next) => {
+    const length = Number(ctx.get('content-length') || '0');
+    const hasBody = length > 0 || ctx.get('transfer-encoding') !== '';
+    // Upload routes answer a body that is not multipart themselves (415 naming the fields they take).
+    if (hasBody && BODY_METHODS.has(ctx.method) && !isUpload(ctx.method, ctx.path)) {
+      if (!ctx.is('application/json', '+json'))
+        throw new HttpError(
+          415,
+          'unsupported_media_type',
+          `send the body as application/json (got ${ctx.get('content-type') || 'no Content-Type'})`,
+        );
+    }
+    await next();
   };
 }

@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import multer from '@koa/multer';
 import { HttpError, ValidationError } from './errors';
 
@@ -16,6 +16,19 @@ export interface FilePart {
 
 const accepts = (accept: string[], type: string) =>
   accept.some((a) => (a.endsWith('/') ? type.startsWith(a) : type === a));
+
+const MULTIPART = Symbol('multipart');
+
+/**
+ * Marks an upload route (put it in the route's middleware list): the app lets multipart/form-data bodies
+ * through to these routes only; every other route reads JSON (see `requireJsonBody`).
+ */
+export const multipartRoute = (): Middleware =>
+  Object.assign<Middleware, { [MULTIPART]: true }>(async (_ctx, next) => next(), { [MULTIPART]: true });
+
+/** Whether a route's middleware stack holds `multipartRoute()`. */
+export const takesMultipart = (stack: readonly unknown[]): boolean =>
+  stack.some((mw) => (mw as { [MULTIPART]?: true } | null)?.[MULTIPART] === true);
 
 /**
  * Reads a multipart/form-data request with @koa/multer: files go to temporary files under `tmpDir`
