@@ -42,14 +42,31 @@ export function principal(ctx: Context): Principal {
   return { userId: claims.sub.toLowerCase(), roles };
 }
 
+const GUARD = Symbol('guard');
+
 /** Route guard: a token, and (when given) one of the roles. */
 export function requireRole(...roles: Role[]): Middleware {
-  return async (ctx, next) => {
+  const guard: Middleware = async (ctx, next) => {
     const p = principal(ctx);
     if (roles.length && !p.roles.some((r) => roles.includes(r))) throw forbidden();
     ctx.state.principal = p;
     await next();
   };
+  // Tagged so the roles a route admits can be read off its middleware stack (test/api/bad-input.test.ts
+  // sends every route a wrong role and the right one without a table that could drift from the routes).
+  return Object.assign(guard, { [GUARD]: roles });
+}
+
+/**
+ * The roles a route's guard admits, read from the route's middleware stack: `null` when the route has no
+ * guard (public), `[]` when any authenticated caller will do.
+ */
+export function guardOf(stack: readonly unknown[]): readonly Role[] | null {
+  for (const mw of stack) {
+    const roles = (mw as { [GUARD]?: Role[] } | null)?.[GUARD];
+    if (roles) return roles;
+  }
+  return null;
 }
 
 export const authenticated = (): Middleware => requireRole();
