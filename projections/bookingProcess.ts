@@ -1,9 +1,16 @@
 import { completeBooking } from '../commands/booking/complete';
 import { booking } from '../commands/booking/decider';
-import { bookingStream, type SessionCanceled, type SessionDeclined } from '../commands/booking/events';
+import {
+  bookingStream,
+  type BookingEvent,
+  type SessionCanceled,
+  type SessionDeclined,
+} from '../commands/booking/events';
 import { calendar } from '../commands/calendar/decider';
 import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
-import type { PaymentStatusChanged } from '../commands/payments/events';
+import { paymentStream, type PaymentStatusChanged } from '../commands/payments/events';
+import { paymentDecider } from '../commands/payments/decider';
+import { fold } from '../src/decider';
 import { handleCommand } from '../src/commandHandler';
 import type { EventMetadata, EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Projection } from './runner';
@@ -14,7 +21,8 @@ export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', ro
  * Process manager of bookings. Every step is idempotent (streams created only if absent, releases and
  * cancellations decide nothing when already done), so a replay or a crash between steps heals:
  * - a hold (SlotsReserved) gets its sessions and payment, even if the booking request died after holding;
- * - a declined or canceled session gives its slot back;
+ * - a declined or canceled session gives its slot back, and when it was the booking's last one, the
+ *   payment follows: canceled if unpaid, refunded if received, left to the provider while in checkout;
  * - a canceled payment, or one that failed and expired, cancels its open sessions (which then give back).
  */
 export function bookingProcess(store: EventStore, clock: () => Date): Projection {
@@ -54,6 +62,23 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
             metadata,
             50,
           );
+          // The last session of a booking gone: its payment must not be kept (canceled, or refunded).
+          const history = (await store.readStream(bookingStream(groupId))).events.map(
+            (e) => ({ type: e.type, data: e.data }) as BookingEvent,
+          );
+          const state = fold(booking, history);
+          const anyLeft = [...state.sessions.values()].some(
+            (s) => s.state !== 'declined' && s.state !== 'canceled',
+          );
+          if (!anyLeft && state.paymentId)
+            await handleCommand(
+              store,
+              paymentStream(state.paymentId),
+              paymentDecider,
+              { type: 'SettleCanceledBooking', paymentId: state.paymentId, now },
+              metadata,
+              50,
+            );
           return;
         }
         case 'PaymentStatusChanged': {

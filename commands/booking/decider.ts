@@ -14,6 +14,7 @@ export interface Booking {
   coachId: string;
   clientId: string;
   serviceId: string;
+  paymentId: string;
   cancellationHours: number;
   sessions: Map<string, SessionView>;
 }
@@ -52,6 +53,7 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
     coachId: '',
     clientId: '',
     serviceId: '',
+    paymentId: '',
     cancellationHours: 0,
     sessions: new Map(),
   }),
@@ -70,6 +72,7 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
           coachId: d.coachId,
           clientId: d.clientId,
           serviceId: d.serviceId,
+          paymentId: d.terms.paymentId,
           cancellationHours: d.terms.cancellationHours,
           sessions: new Map(
             d.sessions.map((s) => [

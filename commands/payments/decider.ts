@@ -39,9 +39,21 @@ export interface UpdatePayment {
   providerEventId?: string;
   now: string;
 }
-/** Endpoint 16. */
+/** Endpoint 16; and the booking process when every session of the booking is gone. */
 export interface CancelPayment {
   type: 'CancelPayment';
+  paymentId: string;
+  now: string;
+  /** Why, for the history; 'canceled_by_service' when not given. */
+  reason?: string;
+}
+/**
+ * The booking process: every session of a booking was declined or canceled, so its payment must not be
+ * kept. Unpaid, it is canceled; received, it moves to refund; in the provider's hands (checkout, review),
+ * it is left to the provider's outcome; already closed, nothing.
+ */
+export interface SettleCanceledBooking {
+  type: 'SettleCanceledBooking';
   paymentId: string;
   now: string;
 }
@@ -51,7 +63,7 @@ export interface ExpirePayment {
   paymentId: string;
   now: string;
 }
-export type PaymentCommand = UpdatePayment | CancelPayment | ExpirePayment;
+export type PaymentCommand = UpdatePayment | CancelPayment | ExpirePayment | SettleCanceledBooking;
 
 const notFound = { code: 'payment_not_found', message: 'no payment with this id' };
 const invalid = (from: PaymentStatus, to: PaymentStatus) => ({
@@ -141,7 +153,12 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
       }
       case 'CancelPayment':
         if (!canMove(p.status, 'canceled')) return left(invalid(p.status, 'canceled'));
-        return right([moved(p, 'canceled', command.now, 'canceled_by_service')]);
+        return right([moved(p, 'canceled', command.now, command.reason ?? 'canceled_by_service')]);
+      case 'SettleCanceledBooking':
+        if (p.status === 'received') return right([moved(p, 'refund', command.now, 'booking_canceled')]);
+        if (EXPIRABLE_STATUSES.includes(p.status))
+          return right([moved(p, 'canceled', command.now, 'booking_canceled')]);
+        return right([]);
       case 'ExpirePayment':
         // Received, closed or in the provider's hands in the meantime, or not due yet: nothing to do.
         if (!EXPIRABLE_STATUSES.includes(p.status)) return right([]);

@@ -210,6 +210,63 @@ describe('bookings follow their payment, and heal after a crash', () => {
     ).toContain(SLOT);
   });
 
+  it('a booking whose every session is gone takes its payment along: canceled when unpaid, refunded when paid', async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const paymentOf = async (id: string, token: string) =>
+      (await t.request('GET', `/api/v1/payment/${id}`, { token })).body;
+
+    const unpaid = await booked();
+    await act(unpaid.coach.token, unpaid.session.id, 'decline');
+    const canceled = await eventually(
+      () => paymentOf(unpaid.session.paymentId, unpaid.client.token),
+      (p) => p.status === 'canceled',
+    );
+    expect(canceled.history.at(-1)).toMatchObject({
+      from: 'awaiting',
+      to: 'canceled',
+      reason: 'booking_canceled',
+    });
+
+    now = new Date('2026-12-01T08:00:00Z');
+    const paid = await booked();
+    for (const status of ['checkout', 'received'])
+      await t.request('POST', `/api/v1/payment/private/payment/${paid.session.paymentId}/update`, {
+        token: service,
+        body: { status },
+      });
+    await act(paid.coach.token, paid.session.id, 'cancel', { reason: 'ill' });
+    const refunded = await eventually(
+      () => paymentOf(paid.session.paymentId, paid.client.token),
+      (p) => p.status === 'refund',
+    );
+    expect(refunded.history.at(-1)).toMatchObject({
+      from: 'received',
+      to: 'refund',
+      reason: 'booking_canceled',
+    });
+  });
+
+  it('a package keeps its payment while one of its sessions remains', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 80 });
+    const client = await m.client();
+    const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: [SLOT, '2026-12-03T10:00:00'] },
+    });
+    expect(res.status).toBe(200);
+    await act(coach.token, res.body[0].id, 'decline');
+    // The process manager has handled the decline once the slot is back.
+    await eventually(
+      () => freeSlots(serviceId),
+      (slots) => slots.includes(SLOT),
+    );
+    const payment = (
+      await t.request('GET', `/api/v1/payment/${res.body[0].paymentId}`, { token: client.token })
+    ).body;
+    expect(payment.status).toBe('awaiting');
+  });
+
   it('a received payment shows on the session', async () => {
     const { client, session } = await booked();
     const service = t.token(randomUUID(), ['service']);

@@ -1,4 +1,4 @@
-import { isLeft } from 'fp-ts/Either';
+import { isLeft, isRight } from 'fp-ts/Either';
 import { paymentDecider, type PaymentCommand } from '../../commands/payments/decider';
 import { PAYMENT_STATUSES, type PaymentEvent, type PaymentStatus } from '../../commands/payments/events';
 import { PAYMENT_TRANSITIONS } from '../../commands/payments/transitions';
@@ -212,5 +212,29 @@ describe('payment decider', () => {
         right: [],
       });
     });
+  });
+
+  describe('settling a booking whose sessions are all gone', () => {
+    const settle: PaymentCommand = {
+      type: 'SettleCanceledBooking',
+      paymentId,
+      now: '2026-03-03T12:00:00.000Z',
+    };
+    it.each([
+      ['awaiting', 'canceled'],
+      ['failed', 'canceled'],
+      ['received', 'refund'],
+    ] as [PaymentStatus, PaymentStatus][])('moves a %s payment to %s', (from, to) => {
+      const r = given(historyIn(from)).when(settle);
+      expect(isRight(r) && r.right.map((e) => e.data)).toEqual([
+        expect.objectContaining({ from, to, reason: 'booking_canceled' }),
+      ]);
+    });
+    it.each(['checkout', 'review', 'refund', 'delivered', 'canceled', 'deleted'] as PaymentStatus[])(
+      'leaves a %s payment as it is',
+      (status) => {
+        expect(given(historyIn(status)).when(settle)).toEqual({ _tag: 'Right', right: [] });
+      },
+    );
   });
 });
