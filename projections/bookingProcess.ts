@@ -1,5 +1,5 @@
 import { completeBooking } from '../commands/booking/complete';
-import { booking } from '../commands/booking/decider';
+import { booking, type Booking } from '../commands/booking/decider';
 import {
   bookingStream,
   type BookingEvent,
@@ -10,6 +10,7 @@ import { calendar } from '../commands/calendar/decider';
 import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
 import { paymentStream, type PaymentStatusChanged } from '../commands/payments/events';
 import { paymentDecider } from '../commands/payments/decider';
+import { UNPAID_STATUSES } from '../commands/payments/transitions';
 import { fold } from '../src/decider';
 import { handleCommand } from '../src/commandHandler';
 import type { EventMetadata, EventStore, RecordedEvent } from '../src/eventstore/types';
@@ -31,6 +32,17 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
     correlationId: cause.metadata.correlationId ?? cause.id,
     actor: SYSTEM_ACTOR,
   });
+  const bookingOf = async (groupId: string) =>
+    fold(
+      booking,
+      (await store.readStream(bookingStream(groupId))).events.map(
+        (e) => ({ type: e.type, data: e.data }) as BookingEvent,
+      ),
+    );
+  /** Whether any session of the booking is still on (not declined or canceled); false with no booking. */
+  const anySessionLeft = (b: Booking) =>
+    [...b.sessions.values()].some((x) => x.state !== 'declined' && x.state !== 'canceled');
+
   return {
     name: 'booking-process',
     handles: ['SlotsReserved', 'SessionDeclined', 'SessionCanceled', 'PaymentStatusChanged'],
@@ -63,27 +75,39 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
             50,
           );
           // The last session of a booking gone: its payment must not be kept (canceled, or refunded).
-          const history = (await store.readStream(bookingStream(groupId))).events.map(
-            (e) => ({ type: e.type, data: e.data }) as BookingEvent,
-          );
-          const state = fold(booking, history);
-          const anyLeft = [...state.sessions.values()].some(
-            (s) => s.state !== 'declined' && s.state !== 'canceled',
-          );
-          if (!anyLeft && state.paymentId)
+          const settled = await bookingOf(groupId);
+          const paymentId = settled.paymentId;
+          if (paymentId && !anySessionLeft(settled))
             await handleCommand(
               store,
-              paymentStream(state.paymentId),
+              paymentStream(paymentId),
               paymentDecider,
-              { type: 'SettleCanceledBooking', paymentId: state.paymentId, now },
+              { type: 'SettleCanceledBooking', paymentId, now },
               metadata,
               50,
             );
           return;
         }
         case 'PaymentStatusChanged': {
-          const { to, reason, groupId } = event.data;
-          if (to !== 'canceled' && !(to === 'failed' && reason === 'expired')) return;
+          const { from, to, groupId, paymentId } = event.data;
+          // Paid after the booking was already gone (the provider settled a checkout we had left to it):
+          // the money goes back.
+          if (to === 'received') {
+            const paid = await bookingOf(groupId);
+            if (paid.groupId && !anySessionLeft(paid))
+              await handleCommand(
+                store,
+                paymentStream(paymentId),
+                paymentDecider,
+                { type: 'SettleCanceledBooking', paymentId, now },
+                metadata,
+                50,
+              );
+            return;
+          }
+          // Canceled, or deleted while unpaid: the booking's open sessions go and give their slots back.
+          const gone = to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
+          if (!gone) return;
           const outcome = await handleCommand(
             store,
             bookingStream(groupId),

@@ -37,7 +37,12 @@ export function isTransient(err: unknown): boolean {
     code === '57P01' || // admin shutdown
     code === '53300' || // too many connections
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
-    (err as { transient?: unknown })?.transient === true // a side effect that may pass (e.g. mail 4xx)
+    (err as { transient?: unknown })?.transient === true || // a side effect that may pass (e.g. mail 4xx)
+    // A process manager that lost optimistic-concurrency races on a busy stream: trying later succeeds.
+    (err as Error)?.name === 'ConcurrencyConflictError' ||
+    // node-postgres reports a dropped connection without a code; EventStoreDB's client by error type.
+    /Connection terminated|connection error|Connection refused/i.test((err as Error)?.message ?? '') ||
+    ['UnavailableError', 'DeadlineExceededError'].includes((err as Error)?.name)
   );
 }
 
@@ -184,16 +189,43 @@ export function createProjectionRunner(
     st.at = from === START ? null : from;
     st.state = 'running';
     notify();
+    subscribeFrom(p, from, 1);
+  };
+
+  /**
+   * A subscription that ends on a transient error (the database or event store went away for a moment) is
+   * started again from the last position applied, with backoff; any other error stops the projection.
+   */
+  const subscribeFrom = (p: Projection, from: Position, attempt: number) => {
+    const st = states.get(p.name)!;
     subs.set(
       p.name,
       store.subscribe({
         from,
         batchSize,
-        handler: (events) => handleBatch(p, events),
+        handler: async (events) => {
+          await handleBatch(p, events);
+          attempt = 1;
+        },
         onError: (err) => {
           if (stopping) return;
-          st.state = 'failed';
           st.error = err instanceof Error ? err.message : String(err);
+          if (isTransient(err)) {
+            st.state = 'retrying';
+            log.warn('projection subscription lost; resubscribing', {
+              projection: p.name,
+              error: st.error,
+              attempt,
+            });
+            setTimeout(
+              () => {
+                if (!stopping) subscribeFrom(p, st.at ?? START, attempt + 1);
+              },
+              Math.min(maxBackoffMs, baseBackoffMs * 2 ** (attempt - 1)),
+            );
+            return;
+          }
+          st.state = 'failed';
           log.error('projection stopped on an event it cannot apply', {
             projection: p.name,
             error: st.error,

@@ -94,14 +94,16 @@ export function paymentQueries(deps: AppDeps): Router {
        FROM payment_history WHERE payment_id = $1 ORDER BY revision`,
       [id],
     );
+    // The provider's client secret and checkout data drive the payer's checkout: the payer's alone.
+    const payer = me.userId === row.clientId;
     ctx.body = {
       id: row.id,
       groupId: row.groupId,
       ...toPaymentOut({
         ...row,
         price: Number(row.price),
-        clientSecret: row.clientSecret ?? undefined,
-        checkout: row.checkout ?? undefined,
+        clientSecret: payer ? (row.clientSecret ?? undefined) : undefined,
+        checkout: payer ? (row.checkout ?? undefined) : undefined,
       }),
       expiresAt: iso(row.expiresAt),
       history: history.rows.map((h) => ({ ...h, at: iso(h.at) })),

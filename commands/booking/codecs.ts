@@ -1,11 +1,18 @@
 import * as t from 'io-ts';
-import { boundedString, finiteNumberIn, intIn, refine, strict, Uuid } from '../../src/http/validation';
+import {
+  isCalendarDate,
+  boundedString,
+  finiteNumberIn,
+  intIn,
+  refine,
+  strict,
+  Uuid,
+} from '../../src/http/validation';
 
 const LocalDateTime = refine(
   t.string,
-  (s) =>
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:00(\.0+)?)?$/.test(s) &&
-    !Number.isNaN(Date.parse(s.slice(0, 16) + ':00Z')),
+  // A real calendar day and a wall time up to 23:59 (2026-02-30 or 24:00 is bad input, not a busy slot).
+  (s) => /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:00(\.0+)?)?$/.test(s) && isCalendarDate(s.slice(0, 10)),
   'local_datetime',
   'Input should be a local date-time without zone, e.g. 2026-12-01T10:00:00',
 );

@@ -122,7 +122,15 @@ export function bookingCommands(deps: AppDeps): Router {
     });
     if (!outcome.ok) throw domainErrorToHttp(outcome.error);
     const reserved = outcome.events[0]!.data as SlotsReserved['data'];
-    const last = await completeBooking(deps.store, reserved, metadata);
+    // The hold is the booking: once it is stored, a failure to write the sessions and payment is healed by
+    // the booking process manager, so the client is told it booked rather than sent to retry into a 409.
+    const last = await completeBooking(deps.store, reserved, metadata).catch((err: unknown) => {
+      deps.log.error('booking held but not completed; the booking process will complete it', {
+        groupId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return null;
+    });
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
     ctx.body = reserved.sessions.map((s) =>
       toSessionOut({
@@ -166,7 +174,8 @@ export function bookingCommands(deps: AppDeps): Router {
     );
     const freed = events.find((e) => e.type === 'SessionDeclined' || e.type === 'SessionCanceled');
     if (freed) {
-      // Free the slot now rather than when the process manager gets to it (it repeats this harmlessly).
+      // Free the slot now rather than when the process manager gets to it (it repeats this harmlessly). The
+      // session change is stored already: losing a race on a busy calendar must not turn it into an error.
       await runCommand(
         deps,
         ctx,
@@ -181,6 +190,11 @@ export function bookingCommands(deps: AppDeps): Router {
           now,
         },
         ['calendar'],
+      ).catch((err: unknown) =>
+        deps.log.warn('slot release left to the booking process', {
+          sessionId,
+          error: err instanceof Error ? err.message : String(err),
+        }),
       );
     }
     ctx.body = toSessionOut((await findSession(deps.db, sessionId))!);

@@ -27,6 +27,8 @@ export interface PaymentState {
   visited: PaymentStatus[];
   /** Provider event ids already applied: a redelivery changes nothing. */
   seenProviderEventIds: string[];
+  /** Settled once because its booking was canceled: a replayed cause must not refund twice. */
+  settledForCanceledBooking: boolean;
 }
 
 /** A status push from the payment provider integration (endpoints 15 and 17). */
@@ -83,7 +85,12 @@ const moved = (
 });
 
 export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState> = {
-  initialState: () => ({ payment: null, visited: [], seenProviderEventIds: [] }),
+  initialState: () => ({
+    payment: null,
+    visited: [],
+    seenProviderEventIds: [],
+    settledForCanceledBooking: false,
+  }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -122,6 +129,7 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
           seenProviderEventIds: d.providerEventId
             ? [...state.seenProviderEventIds, d.providerEventId]
             : state.seenProviderEventIds,
+          settledForCanceledBooking: state.settledForCanceledBooking || d.reason === 'booking_canceled',
         };
       }
       default:
@@ -140,7 +148,10 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
           if (state.seenProviderEventIds.includes(providerEventId)) return right([]);
           // Late and out of order: the payment has been in `to` before and moved on (e.g. 'checkout'
           // arriving after 'received'). Applying it would move money backwards, so it is ignored.
-          if (!canMove(p.status, to) && state.visited.includes(to)) return right([]);
+          // Not once the payment is closed: after an expiry, a provider's new attempt is real news that
+          // must be refused loudly (409), never swallowed, or a charge could go unnoticed.
+          const closed = p.status === 'canceled' || p.status === 'deleted';
+          if (!closed && !canMove(p.status, to) && state.visited.includes(to)) return right([]);
         }
         if (!canMove(p.status, to)) return left(invalid(p.status, to));
         return right([
@@ -155,6 +166,7 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
         if (!canMove(p.status, 'canceled')) return left(invalid(p.status, 'canceled'));
         return right([moved(p, 'canceled', command.now, command.reason ?? 'canceled_by_service')]);
       case 'SettleCanceledBooking':
+        if (state.settledForCanceledBooking) return right([]);
         if (p.status === 'received') return right([moved(p, 'refund', command.now, 'booking_canceled')]);
         if (EXPIRABLE_STATUSES.includes(p.status))
           return right([moved(p, 'canceled', command.now, 'booking_canceled')]);

@@ -88,6 +88,8 @@ describe('availability and booking (6, 8, 11)', () => {
       const res = await book(client.token, serviceId, { slots: [slot] });
       expect([slot, res.status, res.body.error]).toEqual([slot, 409, 'slot_unavailable']);
     }
+    for (const impossible of ['2026-02-30T10:00:00', '2026-12-02T24:00:00', '2026-12-02T10:60'])
+      expect((await book(client.token, serviceId, { slots: [impossible] })).status).toBe(422);
     const bad = await book(client.token, serviceId, { slots: ['tomorrow at ten'], method: 'bitcoin' });
     expect(bad.status).toBe(422);
     expect(bad.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([

@@ -246,6 +246,67 @@ describe('bookings follow their payment, and heal after a crash', () => {
     });
   });
 
+  it('money paid after the booking was canceled goes back: received becomes refund', async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const b = await booked();
+    const update = (status: string) =>
+      t.request('POST', `/api/v1/payment/private/payment/${b.session.paymentId}/update`, {
+        token: service,
+        body: { status },
+      });
+    expect((await update('checkout')).status).toBe(200);
+    expect((await act(b.client.token, b.session.id, 'cancel')).body.state).toBe('canceled');
+    // In checkout the payment is the provider's: it is left alone until the outcome arrives.
+    expect((await update('received')).status).toBe(200);
+    const p = await eventually(
+      async () =>
+        (await t.request('GET', `/api/v1/payment/${b.session.paymentId}`, { token: b.client.token })).body,
+      (x) => x.status === 'refund',
+    );
+    expect(p.history.at(-1)).toMatchObject({ from: 'received', to: 'refund', reason: 'booking_canceled' });
+  });
+
+  it('an unpaid payment deleted by the provider cancels its sessions and frees their slots', async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const b = await booked();
+    const res = await t.request('POST', `/api/v1/payment/private/payment/${b.session.paymentId}/update`, {
+      token: service,
+      body: { status: 'deleted' },
+    });
+    expect(res.status).toBe(200);
+    const s = await eventually(
+      () => sessionAs(b.client.token, b.session.id),
+      (x) => x.state === 'canceled',
+    );
+    expect(s).toMatchObject({ state: 'canceled', paymentState: 'deleted' });
+    expect(
+      await eventually(
+        () => freeSlots(b.serviceId),
+        (slots) => slots.includes(SLOT),
+      ),
+    ).toContain(SLOT);
+  });
+
+  it("shows the provider's client secret to the payer only, not to the coach", async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const b = await booked();
+    await t.request('POST', `/api/v1/payment/private/payment/${b.session.paymentId}/update`, {
+      token: service,
+      body: {
+        status: 'checkout',
+        clientSecret: 'pi_1_secret_2',
+        checkout: { url: 'https://pay.example/c/1' },
+      },
+    });
+    const read = async (token: string) =>
+      (await t.request('GET', `/api/v1/payment/${b.session.paymentId}`, { token })).body;
+    expect(await read(b.client.token)).toMatchObject({ status: 'checkout', clientSecret: 'pi_1_secret_2' });
+    const coachView = await read(b.coach.token);
+    expect(coachView.status).toBe('checkout');
+    expect(coachView).not.toHaveProperty('clientSecret');
+    expect(coachView).not.toHaveProperty('checkout');
+  });
+
   it('a package keeps its payment while one of its sessions remains', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 80 });

@@ -148,3 +148,58 @@ describe('projection runner with two instances of the service', () => {
     }
   });
 });
+
+const describePg = process.env.DATABASE_URL ? describe : describe.skip;
+describePg('projection runner when PostgreSQL drops its connections (skipped without DATABASE_URL)', () => {
+  it('resubscribes after the server terminates every connection, and applies what came after', async () => {
+    const database = await testDatabase();
+    await migrate(database.db);
+    const store = await createSqlEventStore(database.db);
+    await database.db.query('CREATE TABLE seen (event_id uuid PRIMARY KEY, n int)');
+    const runner = createProjectionRunner(
+      store,
+      database.db,
+      [
+        {
+          name: 'survivor',
+          handles: ['Numbered'],
+          async apply(tx, e) {
+            await tx.query('INSERT INTO seen (event_id, n) VALUES ($1, $2)', [
+              e.id,
+              (e.data as { n: number }).n,
+            ]);
+          },
+        },
+      ],
+      log,
+      { baseBackoffMs: 20 },
+    );
+    try {
+      await runner.start();
+      const first = await store.append('s', [{ type: 'Numbered', data: { n: 1 } }]);
+      expect(await runner.waitFor(first.position, 5000)).toBe(true);
+      // What a failover or an operator's restart of PostgreSQL does to every open connection.
+      await database.db.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+      let last;
+      for (let n = 2; n <= 5; n++) {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            last = await store.append('s', [{ type: 'Numbered', data: { n } }]);
+            break;
+          } catch (err) {
+            if (attempt > 5) throw err; // the pool replaces a connection it finds dead
+          }
+        }
+      }
+      expect(await runner.waitFor(last!.position, 10_000)).toBe(true);
+      const rows = await database.db.query<{ n: number }>('SELECT n FROM seen ORDER BY n');
+      expect(rows.rows.map((r) => r.n)).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      await runner.stop();
+      await store.close();
+      await database.drop();
+    }
+  }, 30_000);
+});

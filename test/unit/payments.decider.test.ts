@@ -237,4 +237,62 @@ describe('payment decider', () => {
       },
     );
   });
+
+  it('refuses (409) a provider update to a status seen before once the payment is closed, rather than ignoring it', () => {
+    const closed = [
+      ...historyIn('failed'),
+      {
+        type: 'PaymentStatusChanged' as const,
+        data: {
+          paymentId,
+          groupId,
+          from: 'failed' as const,
+          to: 'canceled' as const,
+          at: '2026-03-03T15:00:00.000Z',
+          reason: 'expired',
+        },
+      },
+    ];
+    // failed was reached through checkout, so checkout counts as seen before.
+    expect(closed.some((e) => e.type === 'PaymentStatusChanged' && e.data.to === 'checkout')).toBe(true);
+    const r = given(closed).when({
+      type: 'UpdatePayment',
+      paymentId,
+      to: 'checkout',
+      providerEventId: 'evt_new_attempt',
+      now: '2026-03-03T16:00:00.000Z',
+    });
+    expect(isLeft(r) && r.left.code).toBe('invalid_transition');
+  });
+
+  it('settles a canceled booking once: a replayed cause does not refund again', () => {
+    const refunded = [
+      ...historyIn('received'),
+      {
+        type: 'PaymentStatusChanged' as const,
+        data: {
+          paymentId,
+          groupId,
+          from: 'received' as const,
+          to: 'refund' as const,
+          at: '2026-03-03T12:00:00.000Z',
+          reason: 'booking_canceled',
+        },
+      },
+      {
+        type: 'PaymentStatusChanged' as const,
+        data: {
+          paymentId,
+          groupId,
+          from: 'refund' as const,
+          to: 'received' as const,
+          at: '2026-03-03T13:00:00.000Z',
+          reason: 'provider',
+        },
+      },
+    ];
+    expect(
+      given(refunded).when({ type: 'SettleCanceledBooking', paymentId, now: '2026-03-03T14:00:00.000Z' }),
+    ).toEqual({ _tag: 'Right', right: [] });
+  });
 });
