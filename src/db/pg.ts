@@ -48,40 +48,53 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
     async listen(channel, onNotify) {
       // A dedicated connection. If the server drops it (restart, failover), it is replaced after a pause,
       // and listeners are woken once, since notifications sent meanwhile are lost.
-      let client: PoolClient | null = null;
       let closed = false;
+      let current: { client: PoolClient; drop: (destroy: boolean) => void } | null = null;
       const handler = (msg: { channel: string; payload?: string }) => {
         if (msg.channel === channel) onNotify(msg.payload ?? '');
       };
+      const retry = () => {
+        if (!closed) setTimeout(() => void connect(), 1000);
+      };
       const connect = async (): Promise<void> => {
+        let c: PoolClient;
         try {
-          const c = await pool.connect();
-          c.on('notification', handler);
-          let broken = false;
-          c.on('error', () => {
-            // 'error' may fire more than once on a dying client; a listener must stay, or Node throws.
-            if (broken) return;
-            broken = true;
-            c.release(true);
-            if (client === c) client = null;
-            onNotify('');
-            if (!closed) setTimeout(() => void connect(), 1000);
-          });
-          await c.query(`LISTEN ${channel}`);
-          client = c;
+          c = await pool.connect();
         } catch {
-          if (!closed) setTimeout(() => void connect(), 1000);
+          return retry();
+        }
+        let released = false;
+        const drop = (destroy: boolean) => {
+          if (released) return;
+          released = true;
+          c.off('notification', handler);
+          c.release(destroy);
+          if (current?.client === c) current = null;
+        };
+        c.on('notification', handler);
+        // Stays attached for the client's life: 'error' can fire more than once on a dying connection,
+        // and an 'error' event without a listener would end the process.
+        c.on('error', () => {
+          if (released) return;
+          drop(true);
+          onNotify('');
+          retry();
+        });
+        try {
+          await c.query(`LISTEN ${channel}`);
+          current = { client: c, drop };
+        } catch {
+          drop(true);
+          retry();
         }
       };
       await connect();
       return async () => {
         closed = true;
-        const c = client;
-        client = null;
-        if (!c) return;
-        c.off('notification', handler);
-        await c.query(`UNLISTEN ${channel}`).catch(() => undefined);
-        c.release();
+        const held = current;
+        if (!held) return;
+        await held.client.query(`UNLISTEN ${channel}`).catch(() => undefined);
+        held.drop(false);
       };
     },
     close: () => pool.end(),
