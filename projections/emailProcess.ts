@@ -11,7 +11,8 @@ import {
 import type { Database } from '../src/db/database';
 import type { EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
-import { isPermanentMailError, type Mailer } from '../src/mail/mailer';
+import { isPermanentMailError, type MailMessage, type Mailer } from '../src/mail/mailer';
+import { deferEmail } from '../src/mailRetry';
 import type { Projection } from './runner';
 
 /** A claim left `sending` this long belongs to a process that died mid-send; it may be taken over. */
@@ -36,8 +37,9 @@ export function emailProcess(deps: {
   db: Database;
   mailer: Mailer;
   log: Logger;
+  clock: () => Date;
 }): Projection {
-  const { store, db, mailer, log } = deps;
+  const { store, db, mailer, log, clock } = deps;
 
   const deliveriesOf = async (recorded: RecordedEvent): Promise<Delivery[]> => {
     if (recorded.type === 'EmailRequested') {
@@ -87,19 +89,17 @@ export function emailProcess(deps: {
     if (claimed.rowCount === 0) return; // sent already, being sent, or refused for good
     const key = `${cause.id}/${d.recipient}`;
     const { subject, text, html } = renderEmail(d.facts);
+    const mail: MailMessage = {
+      key,
+      to: d.to,
+      subject,
+      text,
+      html,
+      headers: { 'X-Coaching-Event': `${cause.type} ${cause.id}`, 'X-Coaching-Template': d.facts.template },
+    };
+    let messageId: string;
     try {
-      const { messageId } = await mailer.send({
-        key,
-        to: d.to,
-        subject,
-        text,
-        html,
-        headers: { 'X-Coaching-Event': `${cause.type} ${cause.id}`, 'X-Coaching-Template': d.facts.template },
-      });
-      await db.query(
-        `UPDATE sent_emails SET status = 'sent', message_id = $3, sent_at = now() WHERE event_id = $1 AND recipient = $2`,
-        [cause.id, d.recipient, messageId],
-      );
+      ({ messageId } = await mailer.send(mail));
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (isPermanentMailError(err)) {
@@ -110,13 +110,18 @@ export function emailProcess(deps: {
         log.error('e-mail refused for good; not retried', { eventId: cause.id, to: d.to, error: message });
         return;
       }
-      await db.query(
-        `DELETE FROM sent_emails WHERE event_id = $1 AND recipient = $2 AND status = 'sending'`,
-        [cause.id, d.recipient],
-      );
-      // The runner retries transient failures with backoff, without stopping the projection.
-      throw Object.assign(new Error(`sending e-mail ${key} failed: ${message}`), { transient: true });
+      // Deferred, not retried in place: the log moves on, so one mailbox answering 4xx holds back no other
+      // mail; src/mailRetry.ts sends it again later.
+      await deferEmail(db, cause.id, d.recipient, 1, clock(), message, mail);
+      log.warn('e-mail deferred', { eventId: cause.id, to: d.to, error: message });
+      return;
     }
+    // Outside the try: once the server took the message, a failure here must not send it again (the claim
+    // stays 'sending', which a replay respects).
+    await db.query(
+      `UPDATE sent_emails SET status = 'sent', message_id = $3, sent_at = now() WHERE event_id = $1 AND recipient = $2`,
+      [cause.id, d.recipient, messageId],
+    );
   };
 
   return {

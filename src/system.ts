@@ -17,6 +17,7 @@ import { allProjections } from '../projections';
 import { createPaymentExpirySweeper } from './paymentExpirySweeper';
 import { openBlobStore } from './storage';
 import { createMailer } from './mail/mailer';
+import { createMailRetry } from './mailRetry';
 
 export interface System {
   deps: AppDeps;
@@ -24,6 +25,8 @@ export interface System {
   runner: ProjectionRunner;
   /** Cancels the unpaid payments due at the clock's now (the sweeper also runs this every few seconds). */
   sweepExpiredPayments(): Promise<number>;
+  /** Sends the deferred e-mails due at `now` (default the clock's); the retry loop does this every 30 s. */
+  retryDeferredEmails(now?: Date): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -75,13 +78,17 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   };
   const expirySweeper = createPaymentExpirySweeper(deps);
   expirySweeper.start();
+  const mailRetry = createMailRetry(deps);
+  mailRetry.start();
   return {
     deps,
     app: createApp(deps),
     runner,
     sweepExpiredPayments: () => expirySweeper.sweep(),
+    retryDeferredEmails: (now?: Date) => mailRetry.retryDue(now),
     async close() {
       await expirySweeper.stop();
+      await mailRetry.stop();
       await runner.stop();
       mailer.close();
       if (!overrides.store) await store.close();

@@ -48,8 +48,8 @@ async function booked() {
 
 /** A second e-mail process manager on the same database, reading the whole log from the start. */
 async function replayFromStart() {
-  const { store, db, mailer, log } = t.system.deps;
-  const replay = { ...emailProcess({ store, db, mailer, log }), name: `email-replay-${randomUUID()}` };
+  const { store, db, mailer, log, clock } = t.system.deps;
+  const replay = { ...emailProcess({ store, db, mailer, log, clock }), name: `email-replay-${randomUUID()}` };
   const runner = createProjectionRunner(store, db, [replay], log);
   await runner.start();
   expect(await runner.waitFor(await store.headPosition(), 10_000)).toBe(true);
@@ -73,12 +73,12 @@ describe('e-mail over real SMTP', () => {
 
     await replayFromStart();
     // Re-handling the very same recorded event directly sends nothing either.
-    const { store, db, mailer, log } = t.system.deps;
+    const { store, db, mailer, log, clock } = t.system.deps;
     const all = await store.readAll({ commit: 0n, prepare: 0n }, 100_000);
     const bookedEvent = all.find(
       (e) => e.type === 'SessionsBooked' && (e.data as { clientId: string }).clientId === client.id,
     )!;
-    await emailProcess({ store, db, mailer, log }).react!(bookedEvent);
+    await emailProcess({ store, db, mailer, log, clock }).react!(bookedEvent);
     await silence();
     expect(to(emailOf(client.id))).toHaveLength(1);
     expect(to(emailOf(coach.id))).toHaveLength(1);
@@ -108,12 +108,32 @@ describe('e-mail over real SMTP', () => {
     expect(to(emailOf(coach.id))).toHaveLength(2);
   });
 
-  it('a temporary SMTP refusal releases the claim and the retry sends once; a final refusal is recorded', async () => {
+  it('a temporary SMTP refusal defers the e-mail without holding back later mail; the retry sends it once; a final refusal is recorded', async () => {
     const { coach, client, session } = await booked();
     await mailsTo(emailOf(client.id), 1);
     await mailsTo(emailOf(coach.id), 1);
     smtp.rejectNext(1, 451);
     await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token });
+    const deferred = await eventually(
+      async () =>
+        (
+          await t.system.deps.db.query<{ status: string; attempts: number }>(
+            `SELECT status, attempts FROM sent_emails WHERE recipient = $1 AND template = 'approve'`,
+            [client.id],
+          )
+        ).rows[0],
+      (r) => r?.status === 'deferred',
+      5000,
+    );
+    expect(deferred).toEqual({ status: 'deferred', attempts: 1 });
+    // Later mail is not held back by the deferred one.
+    const next = await booked();
+    await mailsTo(emailOf(next.coach.id), 1);
+    // Not due yet: nothing is sent; a minute later, the retry sends it.
+    expect(await t.system.retryDeferredEmails()).toBe(0);
+    const aMinuteOn = new Date(t.system.deps.clock().getTime() + 2 * 60_000);
+    expect(await t.system.retryDeferredEmails(aMinuteOn)).toBe(1);
+    expect(await t.system.retryDeferredEmails(aMinuteOn)).toBe(0);
     const mails = await mailsTo(emailOf(client.id), 2);
     expect(mails[1]!.subject).toBe('Session approved: Tennis basics');
     expect(smtp.rejectionsLeft()).toBe(0); // the first attempt was refused

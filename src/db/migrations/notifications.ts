@@ -41,4 +41,14 @@ CREATE INDEX notifications_user ON notifications (user_id, created_at DESC, seq 
 CREATE INDEX notifications_created ON notifications (created_at DESC, seq DESC);
 `,
   },
+  {
+    version: 42,
+    name: 'deferred e-mails',
+    sql: `
+ALTER TABLE sent_emails ADD COLUMN attempts integer NOT NULL DEFAULT 0;
+ALTER TABLE sent_emails ADD COLUMN next_attempt_at timestamptz;
+ALTER TABLE sent_emails ADD COLUMN message jsonb;
+CREATE INDEX sent_emails_deferred ON sent_emails (next_attempt_at) WHERE status = 'deferred';
+`,
+  },
 ];
