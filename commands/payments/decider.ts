@@ -1,25 +1,15 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider } from '../../src/decider';
-import type { PaymentEvent, PaymentStatus } from './events';
+import type { PaymentCreated, PaymentEvent, PaymentStatus } from './events';
 import { canMove, EXPIRABLE_STATUSES } from './transitions';
 
-/** Everything the write side knows of one payment. */
-export interface PaymentRecord {
+/** Everything the write side knows of one payment: what it was created with, its status and provider data. */
+export type PaymentRecord = Omit<PaymentCreated['data'], 'paymentId' | 'status'> & {
   id: string;
-  groupId: string;
   status: PaymentStatus;
-  price: number;
-  currency: string;
-  methodId: number;
-  method: string;
-  coachId: string;
-  clientId: string;
-  serviceId: string;
-  expiresAt: string;
-  createdAt: string;
   clientSecret?: string;
   checkout?: Record<string, unknown>;
-}
+};
 
 export interface PaymentState {
   payment: PaymentRecord | null;

@@ -2,6 +2,7 @@ import { isLeft, isRight, type Either } from 'fp-ts/Either';
 import { booking, DISPUTE_DAYS, type BookingCommand, type By } from '../../commands/booking/decider';
 import type { BookingEvent } from '../../commands/booking/events';
 import type { DomainError } from '../../src/decider';
+import { bookingTerms } from '../support/marketplace';
 
 const groupId = '9a000000-0000-4000-8000-000000000001';
 const coachId = '1c000000-0000-4000-8000-000000000001';
@@ -37,26 +38,12 @@ const booked: BookingEvent = {
         slot: '2026-12-03T10:00:00',
       },
     ],
-    terms: {
+    terms: bookingTerms({
       paymentId: 'pay-1',
-      serviceName: 'Tennis basics',
-      price: 40,
-      currency: 'EUR',
-      promo: false,
-      minutesDuration: 60,
-      cancellationHours: 24,
       numberOfSessions: 2,
       expiresInDays: 3,
-      method: 'card',
-      methodId: 1,
-      addressId: null,
-      clientAddress: '',
-      clientLocation: null,
-      parking: '',
-      parkingDescription: '',
-      orderDescription: '',
       paymentExpiresAt: '2026-11-30T08:00:00.000Z',
-    },
+    }),
     timezone: 'Europe/Berlin',
     bookedAt: '2026-11-29T08:00:00.000Z',
   },

@@ -3,6 +3,7 @@ import { calendar, MIN_PAYMENT_MINUTES, type CalendarCommand } from '../../comma
 import type { CalendarEvent, Schedule, SlotsReserved } from '../../commands/calendar/events';
 import type { SlotRules } from '../../commands/calendar/slots';
 import type { DomainError } from '../../src/decider';
+import { bookingTerms } from '../support/marketplace';
 
 const coachId = '1a2b3c4d-0000-4000-8000-000000000001';
 const alice = 'c1000000-0000-4000-8000-000000000001';
@@ -34,25 +35,8 @@ const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
   bookingWindowDays: 60,
   ...over,
 });
-const terms = {
-  paymentId: 'pay-1',
-  serviceName: 'Tennis basics',
-  price: 40,
-  currency: 'EUR',
-  promo: false,
-  minutesDuration: 60,
-  cancellationHours: 24,
-  numberOfSessions: 1,
-  expiresInDays: 3,
-  method: 'card',
-  methodId: 1,
-  addressId: null,
-  clientAddress: '',
-  clientLocation: null,
-  parking: '',
-  parkingDescription: '',
-  orderDescription: '',
-};
+// The reservation's terms without the deadline, which the decider computes.
+const { paymentExpiresAt: _deadline, ...terms } = bookingTerms({ paymentId: 'pay-1', expiresInDays: 3 });
 
 let ids = 0;
 const reserve = (
