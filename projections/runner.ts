@@ -40,10 +40,21 @@ export function isTransient(err: unknown): boolean {
     (err as { transient?: unknown })?.transient === true || // a side effect that may pass (e.g. mail 4xx)
     // A process manager that lost optimistic-concurrency races on a busy stream: trying later succeeds.
     (err as Error)?.name === 'ConcurrencyConflictError' ||
-    // node-postgres reports a dropped connection without a code; EventStoreDB's client by error type.
+    // node-postgres reports a dropped connection without a code.
     /Connection terminated|connection error|Connection refused/i.test((err as Error)?.message ?? '') ||
-    ['UnavailableError', 'DeadlineExceededError'].includes((err as Error)?.name)
+    isTransientEventStoreError(err)
   );
+}
+
+/**
+ * EventStoreDB's client names every error plain 'Error' and says what happened in `type`: a node that is
+ * down or restarting, a deadline, a follower that is not the leader, a stream the server cancelled, an
+ * aborted (timed out) call. All pass once the cluster answers again.
+ */
+const ESDB_TRANSIENT_TYPES = ['unavailable', 'deadline-exceeded', 'not-leader', 'cancelled', 'timeout'];
+function isTransientEventStoreError(err: unknown): boolean {
+  const type = (err as { type?: unknown })?.type;
+  return typeof type === 'string' && ESDB_TRANSIENT_TYPES.includes(type);
 }
 
 /** Irrelevant events a projection may pass before it must write its checkpoint anyway. */
@@ -57,6 +68,8 @@ export interface RunnerOptions {
   poisonAttempts?: number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+  /** Longest wait between attempts to resubscribe after a lost subscription (the log comes back fast). */
+  maxResubscribeBackoffMs?: number;
   batchSize?: number;
 }
 
@@ -75,7 +88,13 @@ export function createProjectionRunner(
   log: Logger,
   opts: RunnerOptions = {},
 ): ProjectionRunner {
-  const { poisonAttempts = 3, baseBackoffMs = 50, maxBackoffMs = 5000, batchSize = 200 } = opts;
+  const {
+    poisonAttempts = 3,
+    baseBackoffMs = 50,
+    maxBackoffMs = 5000,
+    maxResubscribeBackoffMs = 1000,
+    batchSize = 200,
+  } = opts;
   const states = new Map<string, ProjectionStatus & { at: Position | null }>();
   const waiters = new Set<() => void>();
   const subs = new Map<string, Subscription>();
@@ -217,11 +236,13 @@ export function createProjectionRunner(
               error: st.error,
               attempt,
             });
+            // From the last event applied, never from where this subscription started: it may have
+            // delivered (and we applied) events before it broke.
             setTimeout(
               () => {
                 if (!stopping) subscribeFrom(p, st.at ?? START, attempt + 1);
               },
-              Math.min(maxBackoffMs, baseBackoffMs * 2 ** (attempt - 1)),
+              Math.min(maxResubscribeBackoffMs, baseBackoffMs * 2 ** (attempt - 1)),
             );
             return;
           }
