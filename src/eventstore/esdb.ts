@@ -23,6 +23,7 @@ import {
   WrongExpectedRevisionError,
   comparePositions,
 } from './types';
+import { scanLog } from './scan';
 
 /** Event store on EventStoreDB: `$all` without system events; positions are its own {commit, prepare}. */
 export function createEsdbEventStore(connectionString: string): EventStore {
@@ -159,6 +160,9 @@ export function createEsdbEventStore(connectionString: string): EventStore {
       }
       return START;
     },
+    // No index by id or correlation on the server: a scan of $all (see scan.ts for why).
+    readEvent: async (id) => (await scanLog(readAll, (e) => e.id === id, { first: true }))[0] ?? null,
+    readCorrelated: (id) => scanLog(readAll, (e) => e.metadata.correlationId === id),
     async ping() {
       for await (const _ of client.readAll({ fromPosition: ESDB_START, maxCount: 1 })) break;
     },

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS es_events (
   metadata jsonb NOT NULL,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   UNIQUE (stream_name, revision)
-)`;
+);
+CREATE INDEX IF NOT EXISTS es_events_correlation ON es_events ((metadata->>'correlationId'))`;
 
 interface EventRow {
   position: string;
@@ -206,6 +207,19 @@ export async function createSqlEventStore(
       const res = await db.query<{ p: string | null }>('SELECT max(position) AS p FROM es_events');
       const p = res.rows[0]?.p;
       return p == null ? START : { commit: BigInt(p), prepare: BigInt(p) };
+    },
+    async readEvent(eventId) {
+      // event_id is a uuid column: a malformed id finds nothing rather than failing the cast.
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(eventId)) return null;
+      const res = await db.query<EventRow>(`SELECT ${COLUMNS} FROM es_events WHERE event_id = $1`, [eventId]);
+      return res.rows[0] ? toRecorded(res.rows[0]) : null;
+    },
+    async readCorrelated(correlationId) {
+      const res = await db.query<EventRow>(
+        `SELECT ${COLUMNS} FROM es_events WHERE metadata->>'correlationId' = $1 ORDER BY position`,
+        [correlationId],
+      );
+      return res.rows.map(toRecorded);
     },
     async ping() {
       await db.query('SELECT 1');

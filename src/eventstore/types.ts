@@ -99,6 +99,10 @@ export interface EventStore {
   subscribe(opts: SubscribeOptions): Subscription;
   /** Position of the last event in the global log (START when empty). */
   headPosition(): Promise<Position>;
+  /** The event with this id, or null (auditors' chain; indexed on the SQL stores). */
+  readEvent(eventId: string): Promise<RecordedEvent | null>;
+  /** Every event whose metadata `correlationId` is this one, in log order (auditors' chain). */
+  readCorrelated(correlationId: string): Promise<RecordedEvent[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

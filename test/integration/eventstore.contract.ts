@@ -180,4 +180,28 @@ export function eventStoreContract(getStore: () => EventStore) {
     const seen = await collect(store, START, (got) => got.length >= 1);
     expect(seen[0]!.id).toBe(first!.id);
   });
+
+  it('finds an event by its id, and the events of one correlation in log order', async () => {
+    const store = getStore();
+    const s = stream('audit');
+    const correlationId = randomUUID();
+    const causeId = randomUUID();
+    await store.append(s, [
+      { id: causeId, type: 'Cause', data: { n: 1 }, metadata: { correlationId } },
+      { type: 'Unrelated', data: {}, metadata: { correlationId: randomUUID() } },
+    ]);
+    await store.append(stream('audit'), [
+      { type: 'Effect', data: { n: 2 }, metadata: { correlationId, causationId: causeId } },
+    ]);
+    const found = await store.readEvent(causeId);
+    expect([found?.id, found?.type, found?.data, found?.streamName]).toEqual([causeId, 'Cause', { n: 1 }, s]);
+    expect(await store.readEvent(randomUUID())).toBeNull();
+    expect(await store.readEvent('not-a-uuid')).toBeNull();
+    const chain = await store.readCorrelated(correlationId);
+    expect(chain.map((e) => [e.type, e.metadata.causationId ?? null])).toEqual([
+      ['Cause', null],
+      ['Effect', causeId],
+    ]);
+    expect(await store.readCorrelated(randomUUID())).toEqual([]);
+  });
 }
