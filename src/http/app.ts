@@ -2,8 +2,8 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { AppDeps } from '../deps';
-import { jwtMiddleware } from './auth';
-import { errorHandler, requestContext, requireJsonBody } from './middleware';
+import { jwtMiddleware, presentTokenMustBeValid } from './auth';
+import { emptyJsonBodyIsEmptyObject, errorHandler, requestContext, requireJsonBody } from './middleware';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
 import { routers } from '../routes';
@@ -34,7 +34,9 @@ export function createApp(deps: AppDeps): Koa {
       },
     }),
   );
+  app.use(emptyJsonBodyIsEmptyObject());
   app.use(jwtMiddleware(deps.config));
+  app.use(presentTokenMustBeValid());
 
   const health = new Router();
   health.get('/healthz', async (ctx) => {

@@ -27,6 +27,18 @@ export function jwtMiddleware(config: Config): Middleware {
   }) as unknown as Middleware;
 }
 
+/**
+ * One rule for every route, public reads included: no token is fine (a guard may still ask for one), but a
+ * token that is sent must be valid, else 401. Public reads used to differ: some checked a sent token, the
+ * reviews (9) ignored a bad one, so a client with an expired session saw no sign of it there.
+ */
+export function presentTokenMustBeValid(): Middleware {
+  return async (ctx, next) => {
+    if (ctx.get('authorization')) principal(ctx);
+    await next();
+  };
+}
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The authenticated caller, or 401. Claims: `sub` (user uuid) and `roles`. */

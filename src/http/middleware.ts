@@ -75,3 +75,18 @@ export function requireJsonBody(isUpload: (method: string, path: string) => bool
     await next();
   };
 }
+
+/**
+ * `Content-Type: application/json` with no body reads as `{}`. The interface document sends that header on
+ * every call, also where the body is optional (e-mails 18 to 23, session decline and cancel, ...); the
+ * parser hands such an empty body over as `''`, which every codec refused as "Input should be an object".
+ * A route whose body is required still answers 422, naming the missing fields. Runs after the body parser.
+ */
+export function emptyJsonBodyIsEmptyObject(): Middleware {
+  return async (ctx, next) => {
+    const body = (ctx.request as { body?: unknown }).body;
+    if (BODY_METHODS.has(ctx.method) && typeof body === 'string' && body.trim() === '')
+      (ctx.request as { body?: unknown }).body = {};
+    await next();
+  };
+}

@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import { guardOf } from '../../src/http/auth';
+import { routers } from '../../src/routes';
+import { marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+const now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => now });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+
+/** `Content-Type: application/json` and no body at all, as the interface document's callers send it. */
+const emptyJson = (method: string, path: string, token: string) =>
+  t.request(method, path, { token, headers: { 'content-type': 'application/json' } });
+
+async function booking(slots: string[]) {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { numberOfSessions: slots.length });
+  const client = await m.client();
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots },
+  });
+  expect(res.status).toBe(200);
+  return { coach, client, serviceId, sessions: res.body as { id: string; groupId: string }[] };
+}
+
+describe('an empty JSON body reads as {}', () => {
+  it('on the e-mail endpoints 18 to 23', async () => {
+    const { coach, client, sessions } = await booking(['2026-12-02T10:00:00']);
+    const s = sessions[0]!;
+    const base = '/api/v1/notification/private/email';
+    const calls: [string, string][] = [
+      [`${base}/${client.id}/verification`, 'verification'],
+      [`${base}/${client.id}/session/${s.groupId}/booking`, 'booking'],
+      [`${base}/${client.id}/session/${s.id}/approve`, 'approve'],
+      [`${base}/${client.id}/session/${s.id}/cancel`, 'cancel'],
+      [`${base}/${client.id}/session/${s.id}/decline`, 'decline'],
+      [`${base}/${coach.id}/session/${s.id}/dispute`, 'dispute'],
+    ];
+    for (const [path, template] of calls) {
+      const res = await emptyJson('POST', path, m.service());
+      expect({ path, status: res.status, body: res.body }).toEqual({
+        path,
+        status: 200,
+        body: { id: expect.any(String), status: 'queued', to: expect.any(String), template },
+      });
+    }
+  });
+
+  it('on session decline and cancel, service reject and update, and the profile upsert', async () => {
+    const { coach, client, serviceId, sessions } = await booking([
+      '2026-12-02T10:00:00',
+      '2026-12-03T10:00:00',
+    ]);
+    const declined = await emptyJson('POST', `/api/v1/session/${sessions[0]!.id}/decline`, coach.token);
+    expect(declined.status).toBe(200);
+    expect(declined.body.state).toBe('declined');
+    const canceled = await emptyJson('POST', `/api/v1/session/${sessions[1]!.id}/cancel`, client.token);
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.state).toBe('canceled');
+
+    const updated = await emptyJson('PUT', `/api/v1/coach/services/${serviceId}`, coach.token);
+    expect(updated.status).toBe(200);
+    expect(updated.body.id).toBe(serviceId);
+    const rejected = await emptyJson('POST', `/api/v1/admin/services/${serviceId}/reject`, m.admin());
+    expect(rejected.status).toBe(200);
+    expect(rejected.body.status).toBe('rejected');
+    const upsert = await emptyJson('PUT', `/api/v1/users/${client.id}`, m.service());
+    expect(upsert.status).toBe(200);
+    expect(upsert.body.id).toBe(client.id);
+  });
+
+  it('a route whose body is required answers 422 naming the missing fields', async () => {
+    const client = await m.client();
+    const res = await emptyJson('POST', '/api/v1/nav/addreses', client.token);
+    expect(res.status).toBe(422);
+    expect(res.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual(
+      expect.arrayContaining([
+        ['body', 'lat'],
+        ['body', 'lng'],
+        ['body', 'name'],
+        ['body', 'address'],
+      ]),
+    );
+    expect(res.body.detail.every((d: { type: string }) => d.type === 'missing')).toBe(true);
+  });
+});
+
+describe('public reads: no token is fine, a token that is sent must be valid', () => {
+  const publicGets = () =>
+    routers(t.system.deps)
+      .flatMap((r) => r.stack)
+      .filter((l) => l.methods.includes('GET') && guardOf(l.stack) === null)
+      .map((l) => l.path as string);
+
+  it('every public GET route answers 401 to an invalid or expired token', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const ids: Record<string, string> = { coach_id: coach.id, service_id: serviceId };
+    const paths = publicGets();
+    // The document's public reads 6, 7, 9, 10, 11 and 13, at least.
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/api/v1/service/:service_id/availability',
+        '/api/v1/service/:service_id',
+        '/api/v1/service/:coach_id/reviews',
+        '/api/v1/coach/:coach_id/services',
+        '/api/v1/coach/:coach_id/availability',
+        '/api/v1/coach/:coach_id/profile',
+      ]),
+    );
+    const bad = {
+      garbage: 'garbage',
+      'another secret': jwt.sign({ sub: randomUUID(), roles: ['client'] }, 'other-secret'),
+      expired: jwt.sign({ sub: randomUUID(), roles: ['client'], exp: 1 }, t.config.jwt.secret!),
+      'no user id': jwt.sign({ roles: ['client'] }, t.config.jwt.secret!),
+    };
+    for (const pattern of paths) {
+      const path = pattern.replace(/:(\w+)/g, (_, n: string) => ids[n] ?? randomUUID());
+      for (const [what, token] of Object.entries(bad)) {
+        const res = await t.request('GET', path, { token });
+        expect({ path, what, status: res.status, error: res.body?.error }).toEqual({
+          path,
+          what,
+          status: 401,
+          error: 'unauthorized',
+        });
+      }
+      const anonymous = await t.request('GET', path);
+      expect({ path, status: anonymous.status }).not.toEqual({ path, status: 401 });
+    }
+  });
+
+  it('the reviews of a coach (9): 200 without a token or with a valid one, 401 with an invalid one', async () => {
+    const coach = await m.coach();
+    const path = `/api/v1/service/${coach.id}/reviews`;
+    expect((await t.request('GET', path)).status).toBe(200);
+    expect((await t.request('GET', path, { token: (await m.client()).token })).status).toBe(200);
+    const expired = jwt.sign({ sub: randomUUID(), roles: ['client'], exp: 1 }, t.config.jwt.secret!);
+    const res = await t.request('GET', path, { token: expired });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: 'unauthorized', message: expect.any(String), code: 401 });
+  });
+});
