@@ -13,6 +13,16 @@ module.exports = tseslint.config(
     },
   },
   {
+    // The write side decides from streams only; reply shapes live in src/resources (docs/architecture.md).
+    files: ['commands/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/queries/*'], message: 'commands/ must not import the read side' }] },
+      ],
+    },
+  },
+  {
     // Tests read JSON bodies of many shapes; typing each one would add noise, not safety.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

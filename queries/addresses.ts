@@ -3,43 +3,7 @@ import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal } from '../src/http/auth';
 import { paging } from '../src/http/validation';
-
-/** AddressOut of the interface document. `position` is a GeoJSON Point derived from lat/lng. */
-export interface AddressOut {
-  id: string;
-  lat: number;
-  lng: number;
-  zoom: number;
-  isDefault: boolean;
-  name: string;
-  address: string;
-  country: string;
-  state: string;
-  city: string;
-  line1: string;
-  line2: string;
-  zip: string;
-  details: string;
-  position: { type: 'Point'; coordinates: [number, number] };
-}
-
-export const toAddressOut = (a: Omit<AddressOut, 'position'>): AddressOut => ({
-  id: a.id,
-  lat: a.lat,
-  lng: a.lng,
-  zoom: a.zoom,
-  isDefault: a.isDefault,
-  name: a.name,
-  address: a.address,
-  country: a.country,
-  state: a.state,
-  city: a.city,
-  line1: a.line1,
-  line2: a.line2,
-  zip: a.zip,
-  details: a.details,
-  position: { type: 'Point', coordinates: [a.lng, a.lat] },
-});
+import { toAddressOut, type AddressOut } from '../src/resources/address';
 
 /** The user's addresses, newest first. */
 export async function listAddresses(

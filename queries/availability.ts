@@ -9,8 +9,9 @@ import type { AppDeps } from '../src/deps';
 import { notFound, ValidationError } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
-import { coachServices, findService, type ServiceOut } from './services';
-import { isCoach } from './users';
+import { isCoach } from '../src/readModels/users';
+import type { ServiceOut } from '../src/resources/service';
+import { coachServices, findService } from './services';
 
 /** Longest range one availability request may cover, in days. */
 export const MAX_RANGE_DAYS = 62;

@@ -6,38 +6,11 @@ import { notFound } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
 import { coachRating } from './reviews';
-import { coachServices, type ServiceOut } from './services';
-import { findCoach } from './users';
-import { listVideos, type FileBase } from './videos';
-
-/** The interface document's `PublicCoachProfileOut`. Nullable numbers are null when nothing backs them. */
-export interface PublicCoachProfileOut {
-  firstName: string;
-  lastName: string;
-  phone: string;
-  whatsapp: string;
-  gender: string;
-  description: string;
-  languages: Record<string, true>;
-  avatarUrl: string;
-  mediaType: string;
-  mediaUrl: string;
-  mediaPreviewUrl: string;
-  rating: number | null;
-  serviceTypes: string[];
-  services: ServiceOut[];
-  images: unknown[];
-  videos: FileBase[];
-  certificates: unknown[];
-  distance: number | null;
-  experience: number;
-  price: number | null;
-  minPrice: number | null;
-  maxPrice: number | null;
-  priceCurrency: string | null;
-  sessionCount: number;
-  verified: boolean;
-}
+import { findCoach } from '../src/readModels/users';
+import type { PublicCoachProfileOut } from '../src/resources/coachProfile';
+import type { ServiceOut } from '../src/resources/service';
+import { coachServices } from './services';
+import { listVideos } from './videos';
 
 const EARTH_RADIUS_KM = 6371.0088;
 const rad = (deg: number) => (deg * Math.PI) / 180;

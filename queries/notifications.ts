@@ -1,31 +1,10 @@
 import Router from '@koa/router';
 import * as t from 'io-ts';
-import type { NotificationFields } from '../commands/notifications/events';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, boundedString, decode, paging } from '../src/http/validation';
-
-/** The interface document's Notification. */
-export interface NotificationOut {
-  id: string;
-  type: string;
-  contentType: string;
-  contentId: string;
-  message: string;
-  unread: boolean;
-  createdAt: string;
-}
-
-export const toNotificationOut = (n: NotificationFields & { unread: boolean }): NotificationOut => ({
-  id: n.notificationId,
-  type: n.type,
-  contentType: n.contentType,
-  contentId: n.contentId,
-  message: n.message,
-  unread: n.unread,
-  createdAt: n.createdAt,
-});
+import type { NotificationOut } from '../src/resources/notification';
 
 interface Row {
   id: string;

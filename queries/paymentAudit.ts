@@ -7,7 +7,7 @@ import type { AppDeps } from '../src/deps';
 import type { RecordedEvent } from '../src/eventstore/types';
 import { requireRole } from '../src/http/auth';
 import { IsoInstant, decode } from '../src/http/validation';
-import { paymentNotFound, toPaymentOut } from './payments';
+import { paymentNotFound, toPaymentOut } from '../src/resources/payment';
 
 const AuditQuery = t.partial({ at: IsoInstant });
 

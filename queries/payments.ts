@@ -5,37 +5,8 @@ import { CLOSED_STATUSES } from '../commands/payments/transitions';
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal } from '../src/http/auth';
-import { notFound } from '../src/http/errors';
 import { decode } from '../src/http/validation';
-
-/** `Payment` of the interface document, exactly (no additional properties). */
-export interface PaymentOut {
-  status: string;
-  price: number;
-  currency: string;
-  methodId: number;
-  coachId: string;
-  clientId: string;
-  serviceId: string;
-  clientSecret?: string;
-  checkout?: Record<string, unknown>;
-}
-
-export const toPaymentOut = (
-  p: Omit<PaymentRecord, 'id' | 'groupId' | 'method' | 'expiresAt' | 'createdAt'>,
-): PaymentOut => ({
-  status: p.status,
-  price: p.price,
-  currency: p.currency,
-  methodId: p.methodId,
-  coachId: p.coachId,
-  clientId: p.clientId,
-  serviceId: p.serviceId,
-  ...(p.clientSecret != null ? { clientSecret: p.clientSecret } : {}),
-  ...(p.checkout != null ? { checkout: p.checkout } : {}),
-});
-
-export const paymentNotFound = () => notFound('payment_not_found', 'no payment with this id');
+import { paymentNotFound, toPaymentOut } from '../src/resources/payment';
 
 /** Endpoint 17: the client's newest payment that is not closed (canceled, deleted, delivered). */
 export async function newestOpenPaymentOf(db: Queryable, clientId: string): Promise<string | null> {

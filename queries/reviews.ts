@@ -4,20 +4,8 @@ import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { notFound } from '../src/http/errors';
 import { Uuid, decode, paging } from '../src/http/validation';
-import { isCoach } from './users';
-
-/** A review as listed (its fields are not in the interface document; this is our shape). */
-export interface ReviewOut {
-  id: string;
-  sessionId: string;
-  serviceId: string;
-  clientId: string;
-  /** The client's "firstName lastName" from their profile, '' when there is none. */
-  clientName: string;
-  rating: number;
-  comment: string;
-  createdAt: string;
-}
+import { isCoach } from '../src/readModels/users';
+import type { ReviewOut } from '../src/resources/review';
 
 /** Average rating of a coach rounded to 2 decimals, or null while nobody has reviewed it. */
 export async function coachRating(db: Queryable, coachId: string): Promise<number | null> {

@@ -1,40 +1,14 @@
 import Router from '@koa/router';
 import * as t from 'io-ts';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
+import { isCoach } from '../src/readModels/users';
+import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import type { Principal } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
-import { isCoach } from './users';
-
-/** The interface document's `Service`, plus minimumNoticeHours and bookingWindowDays. */
-export interface ServiceOut extends ServiceFields {
-  id: string;
-  status: ServiceStatus;
-}
-
-export const toServiceOut = (s: ServiceFields & { id: string; status: ServiceStatus }): ServiceOut => ({
-  id: s.id,
-  name: s.name,
-  description: s.description,
-  promo: s.promo,
-  price: s.price,
-  priceCurrency: s.priceCurrency,
-  serviceOtherType: s.serviceOtherType,
-  sessionMinutesDuration: s.sessionMinutesDuration,
-  sessionCancellationHours: s.sessionCancellationHours,
-  status: s.status,
-  serviceTypes: s.serviceTypes,
-  numberOfSessions: s.numberOfSessions,
-  expiresInDays: s.expiresInDays,
-  groupSession: s.groupSession,
-  maxGroupSize: s.maxGroupSize,
-  slots: s.slots,
-  minimumNoticeHours: s.minimumNoticeHours,
-  bookingWindowDays: s.bookingWindowDays,
-});
 
 interface ServiceRow {
   id: string;

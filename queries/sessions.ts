@@ -1,70 +1,11 @@
 import Router from '@koa/router';
 import * as t from 'io-ts';
-import { DateTime } from 'luxon';
-import type { BookingTerms } from '../commands/calendar/events';
-import { dayMonthYear } from '../commands/calendar/slots';
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { IsoInstant, Uuid, decode, paging } from '../src/http/validation';
-
-/** What the Session reply is made of: a sessions row, or a fresh booking before its row exists. */
-export interface SessionRecord {
-  id: string;
-  groupId: string;
-  coachId: string;
-  clientId: string;
-  serviceId: string;
-  state: string;
-  paymentState: string;
-  startsAt: string;
-  endsAt: string;
-  slot: string;
-  timezone: string;
-  terms: BookingTerms;
-  bookedAt: string;
-  reviewed: boolean;
-}
-
-/**
- * The interface document's `Session`, plus `slot` (local), `startsAt`/`endsAt` (UTC) and `reviewed`.
- * `dayAvailability` is the ISO weekday (1 = Monday) of the slot; `expirationDate` is the last day the
- * booking's package can be used (booking day + the service's expiresInDays); both dates are dd/mm/yyyy in
- * the coach's zone, as the interface document writes them.
- */
-export const toSessionOut = (s: SessionRecord) => ({
-  id: s.id,
-  name: s.terms.serviceName,
-  state: s.state,
-  price: Math.round((s.terms.price / Math.max(1, s.terms.numberOfSessions)) * 100) / 100,
-  currency: s.terms.currency,
-  dayAvailability: DateTime.fromISO(s.slot).weekday,
-  minutesDuration: s.terms.minutesDuration,
-  minutesTravel: 0,
-  promo: s.terms.promo,
-  parking: s.terms.parking,
-  parkingDescription: s.terms.parkingDescription,
-  orderDescription: s.terms.orderDescription,
-  paymentId: s.terms.paymentId,
-  coachId: s.coachId,
-  clientId: s.clientId,
-  serviceId: s.serviceId,
-  addressId: s.terms.addressId,
-  clientAddress: s.terms.clientAddress,
-  clientLocation: s.terms.clientLocation,
-  groupId: s.groupId,
-  expirationDate: dayMonthYear(
-    new Date(Date.parse(s.bookedAt) + s.terms.expiresInDays * 86_400_000),
-    s.timezone,
-  ),
-  paymentState: s.paymentState,
-  paymentExpirationAt: dayMonthYear(s.terms.paymentExpiresAt, s.timezone),
-  slot: s.slot,
-  startsAt: s.startsAt,
-  endsAt: s.endsAt,
-  reviewed: s.reviewed,
-});
+import { toSessionOut, type SessionRecord } from '../src/resources/session';
 
 const SELECT = `SELECT id, group_id AS "groupId", coach_id AS "coachId", client_id AS "clientId", service_id AS "serviceId",
   state, payment_state AS "paymentState", starts_at AS "startsAt", ends_at AS "endsAt", slot, timezone, terms,

@@ -1,89 +1,13 @@
 import Router from '@koa/router';
 import * as t from 'io-ts';
-import type { UserProfile } from '../commands/users/events';
 import type { Queryable } from '../src/db/database';
+import { findProfile } from '../src/readModels/users';
+import { toUserOut } from '../src/resources/user';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { coachRating } from './reviews';
-
-/** The interface document's `User`. */
-export interface UserOut {
-  id: string;
-  username: string;
-  name: string;
-  surname: string;
-  firstName: string;
-  lastName: string;
-  fullName: string;
-  email: string;
-  phone: string;
-  timezone: string;
-  rating: number | null;
-  mediaFilename: string;
-  mediaPreviewFilename: string;
-  mediaType: string;
-  roleList: string;
-  birthDate: string | null;
-  gender: string;
-  available: boolean;
-  verified: boolean;
-  type: string;
-  languages: string;
-  description: string;
-  avatar: string;
-  avatarUrl: string;
-  mediaUrl: string;
-  mediaPreviewUrl: string;
-}
-
-const fileName = (url: string) => (url ? (url.split('?')[0]!.split('/').pop() ?? '') : '');
-
-/** User has no room for arrays: `languages` is comma-joined, `roleList` is the user type. */
-export const toUserOut = (id: string, p: UserProfile, rating: number | null): UserOut => ({
-  id,
-  username: p.username,
-  name: p.firstName,
-  surname: p.lastName,
-  firstName: p.firstName,
-  lastName: p.lastName,
-  fullName: `${p.firstName} ${p.lastName}`.trim(),
-  email: p.email,
-  phone: p.phone,
-  timezone: p.timezone,
-  rating,
-  mediaFilename: fileName(p.mediaUrl),
-  mediaPreviewFilename: fileName(p.mediaPreviewUrl),
-  mediaType: p.mediaType,
-  roleList: p.type,
-  birthDate: p.birthDate,
-  gender: p.gender,
-  available: p.available,
-  verified: p.verified,
-  type: p.type,
-  languages: p.languages.join(','),
-  description: p.description,
-  avatar: p.avatarUrl,
-  avatarUrl: p.avatarUrl,
-  mediaUrl: p.mediaUrl,
-  mediaPreviewUrl: p.mediaPreviewUrl,
-});
-
-export async function findProfile(db: Queryable, userId: string): Promise<UserProfile | null> {
-  const res = await db.query<{ profile: UserProfile }>('SELECT profile FROM user_profiles WHERE id = $1', [
-    userId,
-  ]);
-  return res.rows[0]?.profile ?? null;
-}
-
-/** A coach is a user whose profile has type `coach`. */
-export async function findCoach(db: Queryable, userId: string): Promise<UserProfile | null> {
-  const p = await findProfile(db, userId);
-  return p?.type === 'coach' ? p : null;
-}
-
-export const isCoach = async (db: Queryable, userId: string) => (await findCoach(db, userId)) !== null;
 
 const hasBooked = async (db: Queryable, coachId: string, clientId: string) =>
   (await db.query('SELECT 1 FROM coach_clients WHERE coach_id = $1 AND client_id = $2', [coachId, clientId]))

@@ -3,34 +3,8 @@ import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
-import { FILES_PATH, blobUrl, isBlobKey } from '../src/storage/types';
-import type { VideoRecord } from '../commands/videos/events';
-
-/** The interface document's FileBase. `url` and `thumb` are paths the app serves (relative to base_url). */
-export interface FileBase {
-  id: string;
-  title: string;
-  description: string;
-  contentType: string;
-  originFilename: string;
-  url: string;
-  /** The preview image, or '' when none was uploaded. */
-  thumb: string;
-  filesize: number;
-  status: string;
-}
-
-export const toFileBase = (v: VideoRecord): FileBase => ({
-  id: v.videoId,
-  title: v.title,
-  description: v.description,
-  contentType: v.contentType,
-  originFilename: v.originFilename,
-  url: blobUrl(v.key),
-  thumb: v.previewKey ? blobUrl(v.previewKey) : '',
-  filesize: v.filesize,
-  status: v.status,
-});
+import { toFileBase, type FileBase } from '../src/resources/fileBase';
+import { FILES_PATH, isBlobKey } from '../src/storage/types';
 
 /** A user's videos in the user's order. */
 export async function listVideos(db: Queryable, userId: string): Promise<FileBase[]> {

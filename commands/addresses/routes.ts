@@ -4,7 +4,7 @@ import { authenticated, currentPrincipal } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
-import { toAddressOut } from '../../queries/addresses';
+import { toAddressOut } from '../../src/resources/address';
 import { CreateAddressBody } from './codecs';
 import { addressBook } from './decider';
 import { addressStream } from './events';

@@ -8,8 +8,11 @@ import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/comman
 import { HttpError, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, decode } from '../../src/http/validation';
+// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
 import { findService } from '../../queries/services';
-import { findSession, toSessionOut } from '../../queries/sessions';
+// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
+import { findSession } from '../../queries/sessions';
+import { toSessionOut } from '../../src/resources/session';
 import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';

@@ -4,7 +4,7 @@ import { currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { decode } from '../../src/http/validation';
-import { isCoach } from '../../queries/users';
+import { isCoach } from '../../src/readModels/users';
 import { ScheduleBody } from './codecs';
 import { calendar } from './decider';
 import { calendarStream } from './events';

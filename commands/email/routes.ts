@@ -7,8 +7,10 @@ import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, boundedString, decode, strict } from '../../src/http/validation';
-import { findProfile } from '../../queries/users';
-import { findSession, sessionsOfGroup, type SessionRecord } from '../../queries/sessions';
+import { findProfile } from '../../src/readModels/users';
+// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
+import { findSession, sessionsOfGroup } from '../../queries/sessions';
+import type { SessionRecord } from '../../src/resources/session';
 import { emailRequest } from './decider';
 import { emailStream, type EmailFacts, type EmailRequested, type EmailTemplate } from './events';
 

@@ -5,7 +5,7 @@ import { runCommand } from '../../src/http/command';
 import { ValidationError } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
-import { toNotificationOut } from '../../queries/notifications';
+import { toNotificationOut } from '../../src/resources/notification';
 import { ChannelBody, MarkReadBody, NotificationEventBody, channelAddressProblem } from './codecs';
 import { inbox } from './decider';
 import { notificationStream } from './events';

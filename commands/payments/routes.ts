@@ -5,7 +5,9 @@ import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
-import { newestOpenPaymentOf, paymentNotFound, toPaymentOut } from '../../queries/payments';
+// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
+import { newestOpenPaymentOf } from '../../queries/payments';
+import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
 import { PaymentIdPath, PaymentUpdateBody, UserIdPath } from './codecs';
 import { paymentDecider, type PaymentCommand } from './decider';
 import { paymentStream } from './events';

@@ -8,7 +8,7 @@ import { runCommand } from '../../src/http/command';
 import { multipartRoute, readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
 import { Uuid, boundedString, decode, refine, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
-import { toFileBase } from '../../queries/videos';
+import { toFileBase } from '../../src/resources/fileBase';
 import { videoLibrary, type VideoCommand, type VideoLibrary } from './decider';
 import { videoStream, type VideoEvent } from './events';
 

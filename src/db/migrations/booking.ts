@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations';
+import type { Migration } from './migration';
 
 /** Read models of calendars (schedules and active holds) and of booked sessions. */
 export const bookingMigrations: Migration[] = [

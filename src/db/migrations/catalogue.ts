@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations';
+import type { Migration } from './migration';
 
 /** Read models of the catalogue: users, services, who booked whom, reviews, completed sessions. */
 export const catalogueMigrations: Migration[] = [

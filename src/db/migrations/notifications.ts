@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations';
+import type { Migration } from './migration';
 
 /** Notifications read model and the claims that make e-mail sending idempotent. */
 export const notificationMigrations: Migration[] = [

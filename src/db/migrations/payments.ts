@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations';
+import type { Migration } from './migration';
 
 /** Read models of payments: the payment itself, its status history, and the unpaid ones that can expire. */
 export const paymentMigrations: Migration[] = [

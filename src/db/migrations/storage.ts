@@ -1,4 +1,4 @@
-import type { Migration } from '../migrations';
+import type { Migration } from './migration';
 
 /** Read models of stored media (versions 50 to 59): the coaches' preview videos, in each user's order. */
 export const storageMigrations: Migration[] = [

@@ -1,7 +1,6 @@
-import type { UserState } from '../commands/users/decider';
-import { DEFAULT_PROFILE } from '../commands/users/decider';
-import type { UserProfile } from '../commands/users/events';
-import type { Queryable } from '../src/db/database';
+import type { UserState } from '../../commands/users/decider';
+import { DEFAULT_PROFILE } from '../../commands/users/decider';
+import type { UserProfile } from '../../commands/users/events';
 
 /** The interface document's UserProfileOut (answer of endpoint 14). */
 export interface UserProfileOut {
@@ -100,13 +99,4 @@ export function toUserProfileOut(id: string, state: UserState, sessionCount: num
     totalPaymentCurrency: '',
     profileCompletion: profileCompletion(p),
   };
-}
-
-/** Completed sessions the user took part in, as coach or client. */
-export async function userSessionCount(db: Queryable, userId: string): Promise<number> {
-  const res = await db.query<{ n: string }>(
-    'SELECT count(*)::text AS n FROM completed_sessions WHERE coach_id = $1 OR client_id = $1',
-    [userId],
-  );
-  return Number(res.rows[0]?.n ?? 0);
 }

@@ -1,0 +1,62 @@
+import { DateTime } from 'luxon';
+import type { BookingTerms } from '../../commands/calendar/events';
+import { dayMonthYear } from '../../commands/calendar/slots';
+
+/** What the Session reply is made of: a sessions row, or a fresh booking before its row exists. */
+export interface SessionRecord {
+  id: string;
+  groupId: string;
+  coachId: string;
+  clientId: string;
+  serviceId: string;
+  state: string;
+  paymentState: string;
+  startsAt: string;
+  endsAt: string;
+  slot: string;
+  timezone: string;
+  terms: BookingTerms;
+  bookedAt: string;
+  reviewed: boolean;
+}
+
+/**
+ * The interface document's `Session`, plus `slot` (local), `startsAt`/`endsAt` (UTC) and `reviewed`.
+ * `dayAvailability` is the ISO weekday (1 = Monday) of the slot; `expirationDate` is the last day the
+ * booking's package can be used (booking day + the service's expiresInDays); both dates are dd/mm/yyyy in
+ * the coach's zone, as the interface document writes them.
+ */
+export const toSessionOut = (s: SessionRecord) => ({
+  id: s.id,
+  name: s.terms.serviceName,
+  state: s.state,
+  price: Math.round((s.terms.price / Math.max(1, s.terms.numberOfSessions)) * 100) / 100,
+  currency: s.terms.currency,
+  dayAvailability: DateTime.fromISO(s.slot).weekday,
+  minutesDuration: s.terms.minutesDuration,
+  minutesTravel: 0,
+  promo: s.terms.promo,
+  parking: s.terms.parking,
+  parkingDescription: s.terms.parkingDescription,
+  orderDescription: s.terms.orderDescription,
+  paymentId: s.terms.paymentId,
+  coachId: s.coachId,
+  clientId: s.clientId,
+  serviceId: s.serviceId,
+  addressId: s.terms.addressId,
+  clientAddress: s.terms.clientAddress,
+  clientLocation: s.terms.clientLocation,
+  groupId: s.groupId,
+  expirationDate: dayMonthYear(
+    new Date(Date.parse(s.bookedAt) + s.terms.expiresInDays * 86_400_000),
+    s.timezone,
+  ),
+  paymentState: s.paymentState,
+  paymentExpirationAt: dayMonthYear(s.terms.paymentExpiresAt, s.timezone),
+  slot: s.slot,
+  startsAt: s.startsAt,
+  endsAt: s.endsAt,
+  reviewed: s.reviewed,
+});
+
+export type SessionOut = ReturnType<typeof toSessionOut>;

@@ -1,0 +1,100 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+/**
+ * The layering the design promises, checked on the sources themselves: the write side imports nothing
+ * from the read side's `queries/`, and no module imports itself through a cycle.
+ */
+const ROOT = resolve(__dirname, '../..');
+const LAYERS = ['src', 'commands', 'queries', 'projections'];
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return path.endsWith('.ts') && !path.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+const files = LAYERS.flatMap((l) => sources(join(ROOT, l)));
+const known = new Set(files);
+const rel = (path: string) => relative(ROOT, path).replace(/\\/g, '/');
+
+/** Project files a file imports (static `import`/`export … from`, type-only ones included). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specifiers = [...text.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+'([^']+)'/gm)].map((m) => m[1]!);
+  return specifiers
+    .filter((s) => s.startsWith('.'))
+    .map((s) => resolve(dirname(file), s))
+    .flatMap((p) => [`${p}.ts`, join(p, 'index.ts')].filter((c) => known.has(c)).slice(0, 1));
+}
+
+const graph = new Map(files.map((f) => [f, importsOf(f)]));
+
+/** Strongly connected components with more than one file (or a file importing itself): the cycles. */
+function cycles(): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        scc.push(rel(w));
+      } while (w !== v);
+      if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(scc.sort());
+    }
+  };
+  for (const f of files) if (!index.has(f)) visit(f);
+  return found;
+}
+
+/** Commands that still read a read model to decide; issue 9 point 1 empties this list. */
+const STILL_READING_QUERIES = [
+  'commands/booking/routes.ts -> queries/services.ts',
+  'commands/booking/routes.ts -> queries/sessions.ts',
+  'commands/email/routes.ts -> queries/sessions.ts',
+  'commands/payments/routes.ts -> queries/payments.ts',
+];
+
+describe('module layering', () => {
+  it('finds the sources and their imports (the checks below are not vacuous)', () => {
+    expect(files.length).toBeGreaterThan(50);
+    const booking = graph.get(join(ROOT, 'commands/booking/routes.ts'))!.map(rel);
+    expect(booking).toContain('commands/booking/decider.ts');
+    expect(booking).toContain('src/resources/session.ts');
+  });
+
+  it('the write side (commands/) imports nothing from queries/', () => {
+    const offending = files
+      .filter((f) => rel(f).startsWith('commands/'))
+      .flatMap((f) =>
+        graph
+          .get(f)!
+          .filter((to) => rel(to).startsWith('queries/'))
+          .map((to) => `${rel(f)} -> ${rel(to)}`),
+      );
+    expect(offending).toEqual(STILL_READING_QUERIES);
+  });
+
+  it('has no import cycles', () => {
+    expect(cycles()).toEqual([]);
+  });
+});
