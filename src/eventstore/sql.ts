@@ -8,6 +8,7 @@ import {
   type Position,
   type RecordedEvent,
   type SubscribeOptions,
+  type StreamAppend,
   type Subscription,
   START,
   WrongExpectedRevisionError,
@@ -20,10 +21,17 @@ import {
  * that saw position 11 before 10 committed would skip 10 forever. Appends therefore take one
  * transaction-scoped advisory lock, so positions are handed out and committed in the same order; PostgreSQL
  * makes a commit visible before it releases the transaction's locks, so whoever sees N+1 also sees N.
- * The price is one append at a time per database, which a booking workload does not come near.
+ *
+ * That lock makes one append transaction at a time per database, each waiting for its own fsync. Group
+ * commit wins the throughput back: a process sends its appends through one queue, and whatever queued up
+ * while the previous batch was committing goes to the server as one call of `es_append` (one statement, one
+ * transaction, one fsync). Each append in the batch is still checked against its own expected revision
+ * and fails alone; a group of appends to several streams (`appendMany`) lands or fails as a whole.
  */
 const APPEND_LOCK = 7150002;
 const CHANNEL = 'es_events';
+/** Appends taken into one batch at most: bounds the statement's size and a batch's latency. */
+const MAX_BATCH = 256;
 
 export const eventStoreSchema = `
 CREATE TABLE IF NOT EXISTS es_streams (
@@ -42,6 +50,75 @@ CREATE TABLE IF NOT EXISTS es_events (
   UNIQUE (stream_name, revision)
 );
 CREATE INDEX IF NOT EXISTS es_events_correlation ON es_events ((metadata->>'correlationId'))`;
+
+/**
+ * The append, server side. Input: an array of groups, each an array of appends
+ * `{s: stream, e: 'any' | 'no_stream' | '<revision>', ev: [{id, type, data, metadata}]}`. A group whose every
+ * append matches its expected revision is written; otherwise none of it is, and the rows say which append
+ * did not match and what the stream's revision was. One row per append, in input order.
+ */
+export const appendFunction = `
+CREATE OR REPLACE FUNCTION es_append(batch jsonb)
+RETURNS TABLE (idx int, ok boolean, actual bigint, next_revision bigint, last_position bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  grp jsonb;
+  app jsonb;
+  cur bigint;
+  expected text;
+  n int := 0;
+  base int;
+  matched boolean;
+  checks boolean[];
+  actuals bigint[];
+  k int;
+  written bigint;
+  pos bigint;
+  head bigint := NULL;
+BEGIN
+  PERFORM pg_advisory_xact_lock(${APPEND_LOCK});
+  FOR grp IN SELECT value FROM jsonb_array_elements(batch) LOOP
+    base := n;
+    matched := true;
+    checks := '{}';
+    actuals := '{}';
+    FOR app IN SELECT value FROM jsonb_array_elements(grp) LOOP
+      SELECT s.revision INTO cur FROM es_streams s WHERE s.stream_name = app->>'s';
+      IF NOT FOUND THEN cur := NULL; END IF;
+      expected := app->>'e';
+      checks := checks || (expected = 'any' OR (expected = 'no_stream' AND cur IS NULL)
+        OR (expected NOT IN ('any', 'no_stream') AND cur IS NOT NULL AND cur = expected::bigint));
+      actuals := actuals || cur;
+      matched := matched AND checks[array_length(checks, 1)];
+      n := n + 1;
+    END LOOP;
+    k := 0;
+    FOR app IN SELECT value FROM jsonb_array_elements(grp) LOOP
+      k := k + 1;
+      IF NOT matched THEN
+        idx := base + k - 1; ok := checks[k]; actual := actuals[k]; next_revision := NULL; last_position := NULL;
+        RETURN NEXT;
+        CONTINUE;
+      END IF;
+      cur := COALESCE(actuals[k], -1);
+      WITH ins AS (
+        INSERT INTO es_events (event_id, stream_name, revision, type, data, metadata)
+        SELECT (x.value->>'id')::uuid, app->>'s', cur + x.ord, x.value->>'type', x.value->'data', x.value->'metadata'
+        FROM jsonb_array_elements(app->'ev') WITH ORDINALITY AS x(value, ord)
+        ORDER BY x.ord
+        RETURNING position, revision
+      )
+      SELECT max(ins.position), max(ins.revision) INTO pos, written FROM ins;
+      INSERT INTO es_streams (stream_name, revision) VALUES (app->>'s', written)
+        ON CONFLICT (stream_name) DO UPDATE SET revision = EXCLUDED.revision;
+      head := pos;
+      idx := base + k - 1; ok := true; actual := actuals[k]; next_revision := written; last_position := pos;
+      RETURN NEXT;
+    END LOOP;
+  END LOOP;
+  IF head IS NOT NULL THEN PERFORM pg_notify('${CHANNEL}', head::text); END IF;
+END
+$fn$`;
 
 interface EventRow {
   position: string;
@@ -70,45 +147,127 @@ const toRecorded = (r: EventRow): RecordedEvent => {
 
 const COLUMNS = 'position, event_id, stream_name, revision, type, data, metadata, created_at';
 
-/** Appends inside a caller's transaction; the adapter's append is this plus BEGIN/COMMIT. */
+interface AppendRow {
+  idx: number;
+  ok: boolean;
+  actual: string | null;
+  next_revision: string | null;
+  last_position: string | null;
+}
+
+/** The JSON form of one append, as es_append reads it. */
+const appendJson = (a: StreamAppend) => {
+  const e = a.expectedRevision ?? 'any';
+  return {
+    s: a.streamName,
+    e: typeof e === 'bigint' ? e.toString() : e,
+    ev: a.events.map((x) => ({
+      id: x.id ?? randomUUID(),
+      type: x.type,
+      data: x.data,
+      metadata: x.metadata ?? {},
+    })),
+  };
+};
+
+/** Runs es_append on a batch of groups: per group, its results, or the mismatch that refused it. */
+async function runBatch(
+  q: Queryable,
+  groups: StreamAppend[][],
+): Promise<(AppendResult[] | WrongExpectedRevisionError)[]> {
+  const json = JSON.stringify(groups.map((g) => g.map(appendJson)));
+  const res = await q.query<AppendRow>('SELECT * FROM es_append($1::jsonb) ORDER BY idx', [json]);
+  let i = 0;
+  return groups.map((g) => {
+    const rows = res.rows.slice(i, i + g.length);
+    i += g.length;
+    const refused = rows.findIndex((r) => !r.ok);
+    if (refused < 0)
+      return rows.map((r) => {
+        const p = BigInt(r.last_position!);
+        return { nextRevision: BigInt(r.next_revision!), position: { commit: p, prepare: p } };
+      });
+    const a = g[refused]!;
+    const actual = rows[refused]!.actual;
+    return new WrongExpectedRevisionError(
+      a.streamName,
+      a.expectedRevision ?? 'any',
+      actual === null ? 'no_stream' : BigInt(actual),
+    );
+  });
+}
+
+/** Appends inside a caller's transaction (one es_append call); the store's own appends are batched. */
 export async function appendInTransaction(
   tx: Queryable,
   streamName: string,
   events: NewEvent[],
   expected: ExpectedRevision = 'any',
 ): Promise<AppendResult> {
-  if (events.length === 0) throw new Error('append needs at least one event');
-  await tx.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-  const current = await tx.query<{ revision: string }>(
-    'SELECT revision FROM es_streams WHERE stream_name = $1',
-    [streamName],
-  );
-  const actual: bigint | 'no_stream' = current.rows[0] ? BigInt(current.rows[0].revision) : 'no_stream';
-  if (expected !== 'any' && expected !== actual)
-    throw new WrongExpectedRevisionError(streamName, expected, actual);
+  const [result] = await runBatch(tx, [[{ streamName, events, expectedRevision: expected }]]);
+  if (result instanceof Error) throw result;
+  return result![0]!;
+}
 
-  const first = actual === 'no_stream' ? 0n : actual + 1n;
-  const params: unknown[] = [];
-  const values = events.map((e, i) => {
-    params.push(e.id ?? randomUUID(), streamName, String(first + BigInt(i)), e.type, JSON.stringify(e.data));
-    params.push(JSON.stringify(e.metadata ?? {}));
-    const b = i * 6;
-    return `($${b + 1}::uuid, $${b + 2}, $${b + 3}::bigint, $${b + 4}, $${b + 5}::jsonb, $${b + 6}::jsonb)`;
-  });
-  const inserted = await tx.query<{ position: string }>(
-    `INSERT INTO es_events (event_id, stream_name, revision, type, data, metadata) VALUES ${values.join(', ')}
-     RETURNING position`,
-    params,
-  );
-  const last = first + BigInt(events.length - 1);
-  await tx.query(
-    `INSERT INTO es_streams (stream_name, revision) VALUES ($1, $2::bigint)
-     ON CONFLICT (stream_name) DO UPDATE SET revision = EXCLUDED.revision`,
-    [streamName, String(last)],
-  );
-  const position = BigInt(inserted.rows[inserted.rows.length - 1]!.position);
-  await tx.query('SELECT pg_notify($1, $2)', [CHANNEL, String(position)]);
-  return { nextRevision: last, position: { commit: position, prepare: position } };
+/**
+ * Group commit: appends queue up while a batch is at the server; the next batch takes all of them. One
+ * batch at a time per process, since the append lock would serialise them at the server anyway.
+ */
+function createAppender(db: Database, onWritten: () => void) {
+  interface Pending {
+    group: StreamAppend[];
+    resolve: (r: AppendResult[]) => void;
+    reject: (err: unknown) => void;
+  }
+  let queue: Pending[] = [];
+  let running = false;
+
+  const settle = (batch: Pending[], results: (AppendResult[] | WrongExpectedRevisionError)[]) =>
+    batch.forEach((p, i) => {
+      const r = results[i]!;
+      if (r instanceof Error) p.reject(r);
+      else p.resolve(r);
+    });
+
+  const drain = async () => {
+    while (queue.length > 0) {
+      const batch = queue.slice(0, MAX_BATCH);
+      queue = queue.slice(batch.length);
+      try {
+        settle(
+          batch,
+          await runBatch(
+            db,
+            batch.map((p) => p.group),
+          ),
+        );
+      } catch (err) {
+        // One bad append (a duplicate event id, an unstorable value) fails the whole statement: alone,
+        // each append meets its own fate, so the others still land.
+        if (batch.length === 1) batch[0]!.reject(err);
+        else for (const p of batch) await runBatch(db, [p.group]).then((r) => settle([p], r), p.reject);
+      }
+      onWritten();
+      // Let the callers just answered run first: many append again at once, and should share a batch.
+      await new Promise((r) => setImmediate(r));
+    }
+    running = false;
+  };
+
+  return (group: StreamAppend[]): Promise<AppendResult[]> => {
+    if (group.some((a) => a.events.length === 0))
+      return Promise.reject(new Error('append needs at least one event'));
+    if (new Set(group.map((a) => a.streamName)).size !== group.length)
+      return Promise.reject(new Error('appendMany takes each stream at most once'));
+    return new Promise<AppendResult[]>((resolve, reject) => {
+      queue.push({ group, resolve, reject });
+      if (!running) {
+        running = true;
+        // Started on the next turn, so appends made in the same turn of the event loop share the batch.
+        setImmediate(() => void drain());
+      }
+    });
+  };
 }
 
 export async function createSqlEventStore(
@@ -118,6 +277,7 @@ export async function createSqlEventStore(
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(7150001)');
     for (const stmt of eventStoreSchema.split(';')) await tx.query(stmt);
+    await tx.query(appendFunction);
   });
 
   // Wake-ups: appends from this process wake subscribers at once; LISTEN covers other processes.
@@ -129,6 +289,8 @@ export async function createSqlEventStore(
     (listening ??= db.listen(CHANNEL, wakeAll).then((u) => {
       unlisten = u;
     }));
+
+  const appendGroup = createAppender(db, wakeAll);
 
   const readAll = async (from: Position, limit = 500): Promise<RecordedEvent[]> => {
     const res = await db.query<EventRow>(
@@ -187,12 +349,9 @@ export async function createSqlEventStore(
   return {
     kind: db.kind === 'pglite' ? 'pglite' : 'postgres',
     async append(streamName, events, { expectedRevision = 'any' } = {}) {
-      const result = await db.transaction((tx) =>
-        appendInTransaction(tx, streamName, events, expectedRevision),
-      );
-      wakeAll();
-      return result;
+      return (await appendGroup([{ streamName, events, expectedRevision }]))[0]!;
     },
+    appendMany: appendGroup,
     async readStream(streamName) {
       const res = await db.query<EventRow>(
         `SELECT ${COLUMNS} FROM es_events WHERE stream_name = $1 ORDER BY revision`,

@@ -86,6 +86,13 @@ export interface SubscribeOptions {
   batchSize?: number;
 }
 
+/** One stream's part of a multi-stream append. */
+export interface StreamAppend {
+  streamName: string;
+  events: NewEvent[];
+  expectedRevision?: ExpectedRevision;
+}
+
 export interface EventStore {
   readonly kind: 'postgres' | 'pglite' | 'esdb';
   append(
@@ -93,6 +100,13 @@ export interface EventStore {
     events: NewEvent[],
     opts?: { expectedRevision?: ExpectedRevision },
   ): Promise<AppendResult>;
+  /**
+   * Appends to several streams atomically: all land (each checked against its expected revision) or none
+   * does, and the first mismatch is thrown as a WrongExpectedRevisionError. Only the SQL stores have it;
+   * on EventStoreDB, which has no multi-stream transaction, callers append one stream at a time and
+   * rely on a process manager to finish what a crash interrupted.
+   */
+  appendMany?(appends: StreamAppend[]): Promise<AppendResult[]>;
   readStream(streamName: string): Promise<ReadStreamResult>;
   /** Reads the global log strictly after `from`, up to `limit` events, in order. */
   readAll(from: Position, limit?: number): Promise<RecordedEvent[]>;
