@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { ServerTimeouts } from './http/server';
 
 /** Runtime configuration, read once from the environment (see README "Configuration"). */
 export interface Config {
@@ -9,7 +10,18 @@ export interface Config {
   s3?: { endpoint: string; accessKey: string; secretKey: string; bucket: string };
   smtpUrl?: string;
   mailFrom: string;
-  jwt: { secret?: string; publicKey?: string; usingDevSecret: boolean };
+  jwt: {
+    secret?: string;
+    publicKey?: string;
+    usingDevSecret: boolean;
+    /** Tokens without `exp`, or expiring further ahead than this, are refused. */
+    maxTtlSeconds: number;
+  };
+  http: ServerTimeouts;
+  /** A `sending` e-mail claim older than this belongs to a process that died; it is taken over. */
+  mailLeaseMs: number;
+  /** An Idempotency-Key whose request left no answer this long ago may be run again. */
+  idempotencyLeaseMs: number;
   /** How long a command waits for its projections before answering (read-your-writes). */
   consistencyWaitMs: number;
   /** Largest uploaded file (each part of a multipart upload), bytes; 413 beyond. */
@@ -18,7 +30,54 @@ export interface Config {
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me';
 
+/** Secrets published in this repository or its history, or common placeholders: refused in production. */
+export const KNOWN_DEV_SECRETS = [
+  DEV_JWT_SECRET,
+  'change-me-in-production',
+  'change-me',
+  'changeme',
+  'secret',
+  'test-secret',
+  'dev-secret',
+  'development',
+];
+
+/** Tokens may live 30 days at most by default (the seed's demo tokens do). */
+export const DEFAULT_JWT_MAX_TTL_SECONDS = 30 * 24 * 3600;
+
+/** Thrown for a configuration the service refuses to start with. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * With NODE_ENV=production a missing, short or published JWT secret is refused: anyone could mint an admin
+ * or service token with it.
+ */
+function checkProductionSecrets(env: NodeJS.ProcessEnv) {
+  if (env.NODE_ENV !== 'production') return;
+  if (env.JWT_PUBLIC_KEY) return;
+  const secret = env.JWT_SECRET;
+  if (!secret)
+    throw new ConfigError('NODE_ENV=production needs JWT_SECRET (at least 32 bytes) or JWT_PUBLIC_KEY');
+  if (KNOWN_DEV_SECRETS.some((k) => k.toLowerCase() === secret.trim().toLowerCase()))
+    throw new ConfigError(
+      'JWT_SECRET is a published development value; set a random secret of 32 bytes or more',
+    );
+  if (Buffer.byteLength(secret) < 32)
+    throw new ConfigError('JWT_SECRET must be at least 32 bytes with NODE_ENV=production');
+}
+
+const positiveInt = (env: NodeJS.ProcessEnv, name: string, fallback: number) => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a whole number, got ${raw}`);
+  return n;
+};
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
   return {
     port: Number(env.PORT ?? 3000),
@@ -39,7 +98,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secret: env.JWT_SECRET || (env.JWT_PUBLIC_KEY ? undefined : DEV_JWT_SECRET),
       publicKey: env.JWT_PUBLIC_KEY || undefined,
       usingDevSecret,
+      maxTtlSeconds: positiveInt(env, 'JWT_MAX_TTL_SECONDS', DEFAULT_JWT_MAX_TTL_SECONDS),
     },
+    http: {
+      headersTimeoutMs: positiveInt(env, 'HEADERS_TIMEOUT_MS', 10_000),
+      requestTimeoutMs: positiveInt(env, 'REQUEST_TIMEOUT_MS', 300_000),
+      bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
+    },
+    mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', 120_000),
+    idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
     consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
     maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),
   };

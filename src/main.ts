@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { loadConfig, DEV_JWT_SECRET } from './config';
+import { ConfigError, loadConfig, DEV_JWT_SECRET } from './config';
+import { createHttpServer } from './http/server';
 import { createSystem } from './system';
 import { log } from './log';
 
@@ -14,7 +15,8 @@ async function main() {
     );
   }
   const system = await createSystem(config);
-  const server = system.app.listen(config.port, () =>
+  const server = createHttpServer(system.app, config.http);
+  server.listen(config.port, () =>
     log.info('listening', {
       port: config.port,
       eventStore: system.deps.store.kind,
@@ -22,10 +24,6 @@ async function main() {
       dataDir: config.databaseUrl ? undefined : config.dataDir,
     }),
   );
-  // Idle keep-alive connections outlive a load balancer's (60 s is common), so it never reuses a socket we
-  // are closing; headers get a little longer still, as Node requires.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   const shutdown = async (signal: string) => {
     log.info('shutting down', { signal });
     server.close();
@@ -37,6 +35,7 @@ async function main() {
 }
 
 main().catch((err) => {
-  log.error('failed to start', { error: err instanceof Error ? err.stack : String(err) });
+  if (err instanceof ConfigError) log.error('refusing to start', { error: err.message });
+  else log.error('failed to start', { error: err instanceof Error ? err.stack : String(err) });
   process.exit(1);
 });

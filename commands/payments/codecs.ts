@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { boundedString, strict, Uuid } from '../../src/http/validation';
+import { boundedString, FreeJsonObject, strict, Uuid } from '../../src/http/validation';
 import { PAYMENT_STATUSES, type PaymentStatus } from './events';
 
 const isStatus = (u: unknown): u is PaymentStatus =>
@@ -19,7 +19,7 @@ export const PaymentUpdateBody = strict(
   { status: PaymentStatusCodec },
   {
     clientSecret: boundedString(1000),
-    checkout: t.UnknownRecord,
+    checkout: FreeJsonObject,
     providerEventId: boundedString(200, 1),
   },
   'PaymentUpdate',

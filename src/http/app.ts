@@ -4,6 +4,7 @@ import { bodyParser } from '@koa/bodyparser';
 import type { AppDeps } from '../deps';
 import { jwtMiddleware, presentTokenMustBeValid } from './auth';
 import { emptyJsonBodyIsEmptyObject, errorHandler, requestContext, requireJsonBody } from './middleware';
+import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
 import { routers } from '../routes';
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): Koa {
     }),
   );
   app.use(emptyJsonBodyIsEmptyObject());
+  app.use(inputHygiene());
   app.use(jwtMiddleware(deps.config));
   app.use(presentTokenMustBeValid());
 

@@ -19,13 +19,34 @@ export function jwtMiddleware(config: Config): Middleware {
   // A KeyObject made once: given a string, jsonwebtoken would build (and first try the wrong kind of) key
   // on every request, which showed as the largest CPU cost of a request in bench/booking.ts.
   const key = publicKey ? createPublicKey(publicKey) : createSecretKey(Buffer.from(secret ?? ''));
-  return koaJwt({
+  const verify = koaJwt({
     secret: key as unknown as string,
     algorithms: publicKey ? ['RS256'] : ['HS256'],
     passthrough: true,
     key: 'jwtClaims',
   }) as unknown as Middleware;
+  const { maxTtlSeconds } = config.jwt;
+  // A token that never expires (or only in years) cannot be taken back once it leaks: it is refused, and
+  // `principal` answers 401 naming why.
+  const bounded: Middleware = async (ctx, next) => {
+    const claims = ctx.state.jwtClaims as { exp?: unknown } | undefined;
+    if (claims) {
+      const now = Math.floor(Date.now() / 1000);
+      if (typeof claims.exp !== 'number') {
+        delete ctx.state.jwtClaims;
+        ctx.state.jwtRefused = 'the bearer token has no expiry (exp)';
+      } else if (claims.exp > now + maxTtlSeconds + CLOCK_SKEW_SECONDS) {
+        delete ctx.state.jwtClaims;
+        ctx.state.jwtRefused = `the bearer token expires more than ${maxTtlSeconds} seconds from now`;
+      }
+    }
+    await next();
+  };
+  return async (ctx, next) => verify(ctx, () => bounded(ctx, next));
 }
+
+/** Allowance for the issuer's clock running ahead of ours. */
+const CLOCK_SKEW_SECONDS = 60;
 
 /**
  * One rule for every route, public reads included: no token is fine (a guard may still ask for one), but a
@@ -45,7 +66,10 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export function principal(ctx: Context): Principal {
   const claims = ctx.state.jwtClaims as { sub?: unknown; roles?: unknown } | undefined;
   if (!claims)
-    throw unauthorized(ctx.get('authorization') ? 'the bearer token is invalid or expired' : undefined);
+    throw unauthorized(
+      (ctx.state.jwtRefused as string | undefined) ??
+        (ctx.get('authorization') ? 'the bearer token is invalid or expired' : undefined),
+    );
   if (typeof claims.sub !== 'string' || !UUID_RE.test(claims.sub))
     throw unauthorized('the token has no user id');
   const roles = Array.isArray(claims.roles)

@@ -1,6 +1,7 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { ValidationError, type ValidationIssue } from './errors';
+import { depthOf, inputIssues } from './hygiene';
 
 export type Location = 'body' | 'path' | 'query' | 'header';
 
@@ -27,6 +28,9 @@ function issueOf(where: Location, err: t.ValidationError): ValidationIssue {
 
 /** Decodes `value` or throws a 422 naming every failing field. Union members' repeats are collapsed. */
 export function decode<A, O>(codec: t.Type<A, O, unknown>, value: unknown, where: Location): A {
+  // Bodies and query strings were checked by the inputHygiene middleware; path parameters are checked here.
+  const unsafe = inputIssues(value, where);
+  if (unsafe.length) throw new ValidationError(unsafe);
   const result = codec.decode(value);
   if (!isLeft(result)) return result.right;
   const seen = new Set<string>();
@@ -120,10 +124,21 @@ export const intIn = (min: number, max: number, name = 'integer') =>
  */
 export const isCalendarDate = (s: string): boolean => {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const year = Number(s.slice(0, 4));
+  // Years outside 1900-2200 are typing mistakes here, and year 0 is out of PostgreSQL's date range.
+  if (year < MIN_YEAR || year > MAX_YEAR) return false;
   const d = new Date(`${s}T00:00:00Z`);
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
 };
-export const CalendarDate = refine(t.string, isCalendarDate, 'date', 'Input should be a date YYYY-MM-DD');
+/** Calendar dates (and the date part of every date-time) must fall within these years. */
+export const MIN_YEAR = 1900;
+export const MAX_YEAR = 2200;
+export const CalendarDate = refine(
+  t.string,
+  isCalendarDate,
+  'date',
+  `Input should be a date YYYY-MM-DD in the years ${MIN_YEAR} to ${MAX_YEAR}`,
+);
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 /**
@@ -157,3 +172,35 @@ export const paging = (q: unknown) => {
   const p = decode(Paging, q, 'query');
   return { limit: p.limit ?? 50, offset: p.offset ?? 0 };
 };
+
+/** Limits of a free-form JSON field (`checkout`, `card`): nesting levels and UTF-8 size of its JSON text. */
+export const FREE_JSON_MAX_DEPTH = 8;
+export const FREE_JSON_MAX_BYTES = 16 * 1024;
+
+/**
+ * Any JSON value within the free-form limits. Such fields are opaque to us (a provider's checkout session,
+ * card details passed through), but they are stored or hashed, so they are kept small and shallow.
+ */
+export const FreeJson = new t.Type<unknown, unknown, unknown>(
+  'json',
+  (_u): _u is unknown => true,
+  (u, c) => {
+    if (depthOf(u, FREE_JSON_MAX_DEPTH) > FREE_JSON_MAX_DEPTH)
+      return t.failure(u, c, `Input should be nested at most ${FREE_JSON_MAX_DEPTH} levels deep`);
+    if (Buffer.byteLength(JSON.stringify(u) ?? '') > FREE_JSON_MAX_BYTES)
+      return t.failure(u, c, `Input should be at most ${FREE_JSON_MAX_BYTES} bytes of JSON`);
+    return t.success(u);
+  },
+  (a) => a,
+);
+/** A free-form JSON object within the free-form limits. */
+export const FreeJsonObject = new t.Type<Record<string, unknown>, unknown, unknown>(
+  'object',
+  (u): u is Record<string, unknown> => t.UnknownRecord.is(u),
+  (u, c) => {
+    if (!t.UnknownRecord.is(u)) return t.failure(u, c, 'Input should be an object');
+    const r = FreeJson.validate(u, c);
+    return isLeft(r) ? r : t.success(u);
+  },
+  (a) => a,
+);

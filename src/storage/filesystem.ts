@@ -6,9 +6,44 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { assertBlobKey, blobUrl, type BlobInfo, type BlobStore } from './types';
 
+/** Flushes a file's bytes to disk (a rename of an unflushed file can leave an empty file after a crash). */
+export async function fsyncFile(file: string): Promise<void> {
+  const fh = await fsp.open(file, 'r+');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Flushes a directory's entries (a rename or a new name) to disk. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes `file` through a flushed temporary file and a rename, then flushes its directory. */
+async function writeDurably(file: string, content: string, tmpDir: string): Promise<void> {
+  const tmp = path.join(tmpDir, `${randomUUID()}.meta`);
+  try {
+    await fsp.writeFile(tmp, content);
+    await fsyncFile(tmp);
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true });
+    throw err;
+  }
+  await fsyncDir(path.dirname(file));
+}
+
 /**
  * Blobs as files under `dir` (DATA_DIR/blobs): `data/<key>` holds the bytes, `meta/<key>.json` the
- * content type and size. A put writes a temporary file and renames it, so a reader never sees half a blob.
+ * content type and size. A put writes a temporary file, flushes it, renames it and flushes the directory, so a
+ * reader never sees half a blob and a blob a put returned survives a power cut.
  */
 export async function createFilesystemBlobStore(dir: string): Promise<BlobStore> {
   const dataDir = path.join(dir, 'data');
@@ -25,10 +60,14 @@ export async function createFilesystemBlobStore(dir: string): Promise<BlobStore>
       const tmp = path.join(tmpDir, randomUUID());
       try {
         await pipeline(Buffer.isBuffer(body) ? Readable.from([body]) : body, fs.createWriteStream(tmp));
+        await fsyncFile(tmp);
         const { size } = await fsp.stat(tmp);
         const info: BlobInfo = { contentType, size };
-        await fsp.writeFile(metaOf(key), JSON.stringify(info));
+        await writeDurably(metaOf(key), JSON.stringify(info), tmpDir);
         await fsp.rename(tmp, dataOf(key));
+        // The rename is durable only once the directory holding the new name is on disk; the route appends
+        // the event naming the blob right after this returns.
+        await fsyncDir(dataDir);
         return info;
       } catch (err) {
         await fsp.rm(tmp, { force: true });

@@ -42,11 +42,19 @@ interface Spec {
   createsUnknown?: boolean;
   /** Caller able to act on the real ids (default: a user with the guard's first role). */
   caller?: () => string;
+  /** Free-form JSON fields (any shape, bounded depth and size): each is sent too deep and too large. */
+  freeForm?: string[];
+  /** Further bodies bad for this route (e.g. dates out of range), sent with the valid fields. */
+  extra?: [string, Record<string, unknown>][];
+  /** The route takes an Idempotency-Key: hostile bodies are sent with one too (its hash walks the body). */
+  idempotent?: boolean;
 }
 
 interface Case {
   route: Route;
   what: string;
+  /** When set, the answer must be a 422 naming exactly this loc. */
+  loc?: (string | number)[];
   method: string;
   url: string;
   headers: Record<string, string>;
@@ -63,12 +71,36 @@ const PAGING = {
   offset: ['-1', 'x', '1000001', '99999999999999999999'],
 };
 const RANGE = {
-  from_date: ['2026-02-30', '2026-13-01', '2026-00-10', '20261201', 'yesterday', '9999-99-99', ''],
+  from_date: [
+    '2026-02-30',
+    '2026-13-01',
+    '2026-00-10',
+    '20261201',
+    'yesterday',
+    '9999-99-99',
+    '',
+    '0000-01-01',
+    '1899-12-31',
+    '2201-01-01',
+    '2026-12-01%00',
+    '%ED%A0%80',
+  ],
   to_date: ['2026-11-30', '2027-12-01', '2026-02-31', 'x'],
   address_id: ['x', '%00'],
   user: ['not-a-uuid'],
 };
-const AT = { at: ['garbage', '2026-02-30T10:00:00Z', '2026-13-01T00:00:00Z', '1e309', ''] };
+const AT = {
+  at: [
+    'garbage',
+    '2026-02-30T10:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '1e309',
+    '',
+    '0000-01-01T00:00:00Z',
+    '-000001-01-01T00:00:00Z',
+    '2026-12-01T00:00:00Z%00',
+  ],
+};
 
 const BAD_PARAMS: [string, string][] = [
   ['x', 'x'],
@@ -99,6 +131,19 @@ function wrongValues(v: unknown): unknown[] {
 }
 
 const deep = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+/** A JSON object n levels deep, as a value (built without recursion). */
+const deepValue = (n: number) => {
+  let v: unknown = 1;
+  for (let i = 0; i < n; i++) v = { a: v };
+  return v;
+};
+/** Strings PostgreSQL cannot store or UTF-8 cannot encode: each must be a 422 at the field's loc. */
+const HOSTILE_TEXT: [string, string][] = [
+  ['NUL', 'a\u0000b'],
+  ['lone high surrogate', 'x\ud800'],
+  ['lone low surrogate', '\udc00y'],
+  ['reversed surrogate pair', '\udc00\ud800'],
+];
 const deepArray = (n: number) => '['.repeat(n) + ']'.repeat(n);
 
 function expectedShape(a: Answer): string | null {
@@ -130,6 +175,15 @@ function expectedShape(a: Answer): string | null {
   if (typeof b.message !== 'string' || !b.message) return 'message is not a non-empty string';
   if (b.code !== a.status) return `code ${String(b.code)} differs from status ${a.status}`;
   return null;
+}
+
+/** A 422 whose detail names `loc` (hostile text is refused at the field that holds it). */
+function locProblem(a: Answer, loc: (string | number)[]): string | null {
+  if (a.status !== 422) return `status ${a.status}, expected 422 at ${JSON.stringify(loc)}`;
+  const detail = (a.body as { detail: { loc: unknown[] }[] }).detail;
+  return detail.some((d) => JSON.stringify(d.loc) === JSON.stringify(loc))
+    ? null
+    : `no detail at ${JSON.stringify(loc)}`;
 }
 
 let t: TestSystem;
@@ -180,6 +234,14 @@ beforeAll(async () => {
       body: 'required',
       valid: { slots: [OTHER_SLOT], method: 'card', orderDescription: 'x', position: { lat: 1, lng: 2 } },
       caller: () => client.token,
+      freeForm: ['card'],
+      idempotent: true,
+      extra: [
+        ['slot in year 0', { slots: ['0000-12-02T10:00:00'] }],
+        ['slot in 1899', { slots: ['1899-12-02T10:00:00'] }],
+        ['slot in 2201', { slots: ['2201-12-02T10:00:00'] }],
+        ['position 1e308', { position: { lat: 1e308, lng: -1e308 } }],
+      ],
     },
     'POST /api/v1/session/:session_id/approve': { body: 'none', caller: () => coach.token },
     'POST /api/v1/session/:session_id/complete': { body: 'none', caller: () => coach.token },
@@ -206,13 +268,27 @@ beforeAll(async () => {
     },
     'GET /api/v1/nav/addreses': { query: PAGING },
     'PUT /api/v1/users/:user_id': {
-      valid: { firstName: 'A', lastName: 'B', email: 'a@example.com', type: 'client', languages: ['en'] },
+      valid: {
+        firstName: 'A',
+        lastName: 'B',
+        email: 'a@example.com',
+        type: 'client',
+        languages: ['en'],
+        description: 'd',
+      },
       createsUnknown: true,
+      extra: [
+        ['birthDate in year 0', { birthDate: '0000-01-01' }],
+        ['birthDate in 1899', { birthDate: '1899-12-31' }],
+        ['experience 1e308', { experience: 1e308 }],
+      ],
     },
     'POST /api/v1/coach/services': {
       body: 'required',
       valid: { name: 'n', price: 1, priceCurrency: 'EUR', sessionMinutesDuration: 60, promo: true },
       caller: () => coach.token,
+      idempotent: true,
+      extra: [['price 1e308', { price: 1e308 }]],
     },
     'PUT /api/v1/coach/services/:service_id': {
       valid: { name: 'n', price: 1, serviceTypes: ['x'], groupSession: false },
@@ -225,6 +301,7 @@ beforeAll(async () => {
     'POST /api/v1/payment/private/payment/:payment_id/update': {
       body: 'required',
       valid: { status: 'checkout', providerEventId: 'e', checkout: { a: 1 } },
+      freeForm: ['checkout'],
     },
     'POST /api/v1/payment/private/payment/:payment_id/cancel': { body: 'none' },
     'POST /api/v1/payment/private/user/:user_id/update': {
@@ -330,6 +407,21 @@ beforeAll(async () => {
     // A method the path does not have.
     push('method not allowed', { method: 'PATCH', url: url(realParams), ...good() });
 
+    // Headers beyond Node's limit (16 kB in all): answered by the server's clientError handler.
+    push('20 kB Authorization header', {
+      url: url(realParams),
+      ...good(),
+      headers: { ...good().headers, authorization: `Bearer ${'x'.repeat(20_000)}` },
+    });
+    push('40 kB of headers', {
+      url: url(realParams),
+      ...good(),
+      headers: {
+        ...good().headers,
+        ...Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`x-filler-${i}`, 'y'.repeat(1000)])),
+      },
+    });
+
     if (kind === 'required' || kind === 'optional') {
       const bodies: [string, string][] = [
         ['body 0', '0'],
@@ -354,12 +446,59 @@ beforeAll(async () => {
       for (const [k, v] of Object.entries(spec.valid ?? {}))
         for (const w of wrongValues(v))
           bodies.push([`field ${k} = ${JSON.stringify(w).slice(0, 40)}`, rawJson({ ...spec.valid, [k]: w })]);
-      for (const [what, body] of bodies)
-        push(what, {
-          url: url(realParams),
-          headers: authed(caller(), json),
-          ...(body === '' ? {} : { body }),
-        });
+      for (const [what, extra] of spec.extra ?? []) bodies.push([what, rawJson({ ...spec.valid, ...extra })]);
+      for (const field of spec.freeForm ?? [])
+        bodies.push(
+          [
+            `free-form ${field} nested 40000 deep`,
+            rawJson({ ...spec.valid, [field]: '__DEEP__' }).replace('"__DEEP__"', deep(40_000)),
+          ],
+          [`free-form ${field} nested 9 deep`, rawJson({ ...spec.valid, [field]: deepValue(9) })],
+          [
+            `free-form ${field} of 200 kB`,
+            rawJson({ ...spec.valid, [field]: { blob: 'x'.repeat(200_000) } }),
+          ],
+          [
+            `free-form ${field} of 17 kB in keys`,
+            rawJson({
+              ...spec.valid,
+              [field]: Object.fromEntries(Array.from({ length: 1700 }, (_, i) => [`key${i}`, 'xxxxx'])),
+            }),
+          ],
+        );
+      const idem = spec.idempotent ? [false, true] : [false];
+      for (const withKey of idem)
+        for (const [what, body] of bodies)
+          push(withKey ? `${what} (with an Idempotency-Key)` : what, {
+            url: url(realParams),
+            headers: authed(caller(), { ...json, ...(withKey ? { 'idempotency-key': randomUUID() } : {}) }),
+            ...(body === '' ? {} : { body }),
+          });
+      // Hostile text in every string of the valid body, nested ones too: a 422 naming that very field.
+      const strings: { loc: (string | number)[]; set: (s: string) => unknown }[] = [];
+      const collect = (v: unknown, loc: (string | number)[], set: (x: unknown) => unknown) => {
+        if (typeof v === 'string') strings.push({ loc, set: (x) => set(x) });
+        else if (Array.isArray(v))
+          v.forEach((item, i) => collect(item, [...loc, i], (x) => set(v.map((o, j) => (j === i ? x : o)))));
+        else if (v && typeof v === 'object')
+          for (const [k, item] of Object.entries(v))
+            collect(item, [...loc, k], (x) => set({ ...(v as object), [k]: x }));
+      };
+      collect(spec.valid ?? {}, ['body'], (x) => x);
+      for (const { loc, set } of strings)
+        for (const [what, text] of HOSTILE_TEXT)
+          push(`${what} in ${loc.join('.')}`, {
+            url: url(realParams),
+            headers: authed(caller(), json),
+            body: rawJson(set(text)),
+            loc,
+          });
+      // Hostile text in a key.
+      push('NUL in a key', {
+        url: url(realParams),
+        headers: authed(caller(), json),
+        body: rawJson({ ...spec.valid, 'k\u0000': 1 }),
+      });
     }
     if (hasBody) {
       // Bodies that are not JSON, or not labelled as JSON.
@@ -437,7 +576,7 @@ it('answers every bad request with a 4xx in the documented error shape', async (
     while (next < cases.length) {
       const c = cases[next++]!;
       const a = await send(c);
-      const problem = expectedShape(a);
+      const problem = expectedShape(a) ?? (c.loc ? locProblem(a, c.loc) : null);
       if (problem) {
         const body = typeof c.body === 'string' ? c.body.slice(0, 120) : c.body ? '<FormData>' : '';
         violations.push(

@@ -1,3 +1,5 @@
+import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { text } from 'node:stream/consumers';
@@ -82,4 +84,50 @@ blobStoreContract('S3 (S3_ENDPOINT, else s3rver over HTTP)', async () => {
   const store = await openBlobStore(loadConfig(s3.env));
   expect(store.kind).toBe('s3');
   return { store, close: s3.close };
+});
+
+describe('filesystem blob store durability', () => {
+  it('flushes the file before its rename and the directory after it', async () => {
+    const data = await tempDataDir();
+    const store = await openBlobStore(loadConfig({ DATA_DIR: data.dir }));
+    // Records, in order, every flush and rename the store asks the operating system for.
+    const calls: string[] = [];
+    const open = fsp.open.bind(fsp);
+    const rename = fsp.rename.bind(fsp);
+    const openSpy = jest.spyOn(fsp, 'open').mockImplementation(async (file, flags) => {
+      const fh = await open(file, flags);
+      const sync = fh.sync.bind(fh);
+      fh.sync = async () => {
+        calls.push(`sync ${path.relative(data.dir, String(file))}`);
+        return sync();
+      };
+      return fh;
+    });
+    const renameSpy = jest.spyOn(fsp, 'rename').mockImplementation(async (from, to) => {
+      calls.push(`rename ${path.relative(data.dir, String(from))} -> ${path.relative(data.dir, String(to))}`);
+      return rename(from, to);
+    });
+    try {
+      const key = newBlobKey('t', randomUUID());
+      await store.put(key, Buffer.from('durable'), 'text/plain');
+      const dataRename = calls.findIndex((c) => c.startsWith('rename') && c.endsWith(`blobs/data/${key}`));
+      expect(dataRename).toBeGreaterThan(0);
+      const tmp = calls[dataRename]!.split(' ')[1]!;
+      // The bytes were flushed before the rename, the directory after it.
+      expect(calls.slice(0, dataRename)).toContain(`sync ${tmp}`);
+      expect(calls.slice(dataRename + 1)).toContain('sync blobs/data');
+      // The metadata file likewise: flushed, renamed into meta/, its directory flushed.
+      const metaRename = calls.findIndex(
+        (c) => c.startsWith('rename') && c.endsWith(`blobs/meta/${key}.json`),
+      );
+      expect(metaRename).toBeGreaterThan(0);
+      expect(calls.slice(0, metaRename)).toContain(`sync ${calls[metaRename]!.split(' ')[1]!}`);
+      expect(calls.slice(metaRename + 1)).toContain('sync blobs/meta');
+      expect(await text((await store.get(key))!.stream)).toBe('durable');
+    } finally {
+      openSpy.mockRestore();
+      renameSpy.mockRestore();
+      await data.close();
+    }
+  });
 });

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from '../../src/config';
 import { signToken, type Role } from '../../src/http/auth';
+import { createHttpServer } from '../../src/http/server';
 import { createSystem, type System, type SystemOverrides } from '../../src/system';
 import { testDatabase, type TestDatabase } from './services';
 
@@ -37,7 +37,7 @@ export async function startTestSystem(
     ...overrides.env,
   });
   const system = await createSystem(config, { db: database.db, ...overrides });
-  const server = http.createServer(system.app.callback());
+  const server = createHttpServer(system.app, config.http);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -1,0 +1,100 @@
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type Koa from 'koa';
+
+export interface ServerTimeouts {
+  /** Time to receive a request's headers; 408 after it. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request (headers and body, uploads included); 408 after it. */
+  requestTimeoutMs: number;
+  /** Longest silence while a request body is still arriving (a body shorter than its Content-Length); 408. */
+  bodyIdleTimeoutMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: ServerTimeouts = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 300_000,
+  bodyIdleTimeoutMs: 10_000,
+};
+
+/** The documented error body, written straight to a socket Node's HTTP parser gave up on. */
+function rawError(socket: Duplex, status: number, reason: string, error: string, message: string) {
+  const body = JSON.stringify({ error, message, code: status });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+const PARSER_ERRORS: Record<string, [number, string, string, string]> = {
+  HPE_HEADER_OVERFLOW: [
+    431,
+    'Request Header Fields Too Large',
+    'request_header_fields_too_large',
+    'the request headers are larger than the server accepts (16 kB in all)',
+  ],
+  ERR_HTTP_REQUEST_TIMEOUT: [
+    408,
+    'Request Timeout',
+    'request_timeout',
+    'the request took too long to arrive',
+  ],
+};
+
+/**
+ * The HTTP server around the Koa app. Node answers requests its parser refuses (headers over its limit,
+ * malformed request lines, timeouts) itself, with an empty body; the `clientError` handler gives them the
+ * documented `{error, message, code}` shape. Timeouts bound how long a slow or stalled client holds a
+ * connection: headers, the whole request, and silence while a body is expected.
+ */
+export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TIMEOUTS): http.Server {
+  const callback = app.callback();
+  const server = http.createServer(
+    {
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      // How often Node checks the two timeouts above (default 30 s, far coarser than they are).
+      connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs),
+      // Idle keep-alive connections outlive a load balancer's (60 s is common), so it never reuses a socket
+      // we are closing.
+      keepAliveTimeout: 65_000,
+    },
+    (req, res) => {
+      if (timeouts.bodyIdleTimeoutMs > 0 && req.method !== 'GET' && req.method !== 'HEAD') {
+        // A body shorter than its Content-Length would otherwise hold the request until the client gives up.
+        req.setTimeout(timeouts.bodyIdleTimeoutMs, () => {
+          if (req.complete) return; // the body arrived; the handler is merely slow
+          if (!res.headersSent) {
+            const body = JSON.stringify({
+              error: 'request_timeout',
+              message: `the request body stopped arriving for ${timeouts.bodyIdleTimeoutMs} ms`,
+              code: 408,
+            });
+            res.writeHead(408, {
+              'content-type': 'application/json; charset=utf-8',
+              'content-length': Buffer.byteLength(body),
+              connection: 'close',
+            });
+            res.end(body, () => req.socket.destroy());
+          } else req.socket.destroy();
+        });
+        // The socket timeout set above is meant for the body only: once the body is in, a slow handler must
+        // not lose its socket (without a listener on the response Node would destroy it), and Node sets the
+        // keep-alive timeout itself when the response is done.
+        req.once('end', () => req.socket.setTimeout(0));
+        res.on('timeout', () => undefined);
+      }
+      void callback(req, res);
+    },
+  );
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const known = PARSER_ERRORS[err.code ?? ''];
+    if (known) rawError(socket, ...known);
+    else rawError(socket, 400, 'Bad Request', 'bad_request', 'the request is not valid HTTP');
+  });
+  return server;
+}

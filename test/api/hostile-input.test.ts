@@ -1,0 +1,231 @@
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import { ConfigError, loadConfig } from '../../src/config';
+import { marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+/**
+ * Hostile input below and around the routes: what Node's HTTP parser refuses, clients that stop sending,
+ * free-form JSON that is too deep or too large, text PostgreSQL cannot store, tokens that never expire,
+ * and the production configuration checks. (test/api/bad-input.test.ts sends most of this to every route.)
+ */
+
+let t: TestSystem;
+beforeAll(async () => {
+  t = await startTestSystem({
+    env: { JWT_SECRET: 'test-secret', HEADERS_TIMEOUT_MS: '1000', BODY_IDLE_TIMEOUT_MS: '1000' },
+  });
+});
+afterAll(() => t?.close());
+
+/** Writes raw bytes to the server and resolves with everything it answers until it closes the socket. */
+function raw(chunks: string[], opts: { holdOpenMs?: number } = {}): Promise<{ text: string; ms: number }> {
+  const { port } = new URL(t.baseUrl);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    socket.on('data', (d) => (text += d.toString('utf8')));
+    socket.on('error', reject);
+    let timer: NodeJS.Timeout | undefined;
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text, ms: Date.now() - started });
+    });
+    socket.on('connect', () => {
+      for (const c of chunks) socket.write(c);
+      // Never ends: the server must give up on its own.
+      if (opts.holdOpenMs) timer = setTimeout(() => socket.destroy(), opts.holdOpenMs);
+    });
+  });
+}
+
+const statusAndBody = (text: string) => {
+  const [head = '', body = ''] = text.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), head, body: body ? JSON.parse(body) : undefined };
+};
+
+describe('transport', () => {
+  it('answers headers over the limit with 431 in the error shape', async () => {
+    const res = await t.request('GET', '/api/v1/nav/addreses', {
+      headers: { authorization: `Bearer ${'x'.repeat(20_000)}` },
+    });
+    expect(res.status).toBe(431);
+    expect(res.body).toEqual({
+      error: 'request_header_fields_too_large',
+      message: expect.any(String),
+      code: 431,
+    });
+  });
+
+  it('answers a body shorter than its Content-Length with 408 within seconds', async () => {
+    const body = '{"name":"short"';
+    const { text, ms } = await raw(
+      [
+        `POST /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          `Authorization: Bearer ${t.token(randomUUID())}\r\nContent-Length: 500\r\n\r\n${body}`,
+      ],
+      { holdOpenMs: 20_000 },
+    );
+    const r = statusAndBody(text);
+    expect(r.status).toBe(408);
+    expect(r.body).toEqual({ error: 'request_timeout', message: expect.any(String), code: 408 });
+    expect(ms).toBeLessThan(10_000);
+  });
+
+  it('answers headers that stop arriving with 408 in the error shape', async () => {
+    const { text, ms } = await raw(['GET /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nX-Slow: '], {
+      holdOpenMs: 20_000,
+    });
+    const r = statusAndBody(text);
+    expect(r.status).toBe(408);
+    expect(r.body).toEqual({ error: 'request_timeout', message: expect.any(String), code: 408 });
+    expect(ms).toBeLessThan(10_000);
+  });
+
+  it('answers a malformed request line with 400 in the error shape', async () => {
+    const { text } = await raw(['NOT HTTP AT ALL\r\n\r\n'], { holdOpenMs: 10_000 });
+    const r = statusAndBody(text);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: 'bad_request', code: 400 });
+  });
+
+  it('serves several requests on one kept-alive connection (the body timeout ends with the body)', async () => {
+    const token = t.token(randomUUID());
+    const req = `GET /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    const { text } = await raw([req, req], { holdOpenMs: 1500 });
+    expect(text.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(2);
+  });
+});
+
+describe('free-form JSON and text', () => {
+  it('refuses a 40,000-deep checkout, a 9-deep one and a 17 kB one at body.checkout', async () => {
+    const url = `/api/v1/payment/private/payment/${randomUUID()}/update`;
+    const token = t.token(randomUUID(), ['service']);
+    const deep = '{"a":'.repeat(40_000) + '1' + '}'.repeat(40_000);
+    const deepBody = `{"status":"checkout","checkout":${deep}}`;
+    const a = await t.request('POST', url, { token, body: deepBody });
+    expect(a.status).toBe(422);
+    let nine: unknown = 1;
+    for (let i = 0; i < 9; i++) nine = { a: nine };
+    const b = await t.request('POST', url, { token, body: { status: 'checkout', checkout: nine } });
+    expect(b.status).toBe(422);
+    expect(b.body.detail[0].loc).toEqual(['body', 'checkout']);
+    expect(b.body.detail[0].msg).toMatch(/8 levels/);
+    const c = await t.request('POST', url, {
+      token,
+      body: { status: 'checkout', checkout: { blob: 'x'.repeat(17_000) } },
+    });
+    expect(c.status).toBe(422);
+    expect(c.body.detail[0]).toMatchObject({
+      loc: ['body', 'checkout'],
+      msg: expect.stringMatching(/16384 bytes/),
+    });
+  });
+
+  it('refuses a deep card with an Idempotency-Key (the key hashes the body) without a 500', async () => {
+    const m = marketplace(t);
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const deep = '{"a":'.repeat(40_000) + '1' + '}'.repeat(40_000);
+    const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      headers: { 'idempotency-key': randomUUID() },
+      body: `{"slots":["2026-12-02T10:00:00"],"method":"card","card":${deep}}`,
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].type).toBe('too_deep');
+  });
+
+  it('refuses NUL and lone surrogates at the field, and stores a real emoji', async () => {
+    const token = t.token(randomUUID());
+    const base = { lat: 1, lng: 2, address: 'a', zoom: 3, isDefault: false };
+    const nul = await t.request('POST', '/api/v1/nav/addreses', {
+      token,
+      body: { ...base, name: 'a\u0000b' },
+    });
+    expect(nul.status).toBe(422);
+    expect(nul.body.detail).toEqual([
+      { loc: ['body', 'name'], msg: expect.stringMatching(/NUL/), type: 'string_invalid_text' },
+    ]);
+    const lone = await t.request('POST', '/api/v1/nav/addreses', {
+      token,
+      body: `{"lat":1,"lng":2,"address":"a","zoom":3,"isDefault":false,"name":"x\\ud83d"}`,
+    });
+    expect(lone.status).toBe(422);
+    expect(lone.body.detail[0].loc).toEqual(['body', 'name']);
+    const ok = await t.request('POST', '/api/v1/nav/addreses', { token, body: { ...base, name: 'Home 🏠' } });
+    expect(ok.status).toBe(200);
+    expect(JSON.stringify(ok.body)).toContain('Home 🏠');
+  });
+
+  it('refuses dates outside the years 1900 to 2200', async () => {
+    const coach = await marketplace(t).coach();
+    for (const d of ['0000-01-01', '1899-12-31', '2201-01-01']) {
+      const res = await t.request('GET', `/api/v1/coach/${coach.id}/availability?from_date=${d}`, {
+        token: t.token(randomUUID()),
+      });
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['query', 'from_date']);
+    }
+  });
+});
+
+describe('tokens', () => {
+  const secret = 'test-secret';
+  const get = (token: string) => t.request('GET', '/api/v1/nav/addreses', { token });
+
+  it('refuses a token without exp', async () => {
+    const res = await get(jwt.sign({ sub: randomUUID(), roles: ['client'] }, secret));
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({
+      error: 'unauthorized',
+      message: expect.stringMatching(/no expiry/),
+      code: 401,
+    });
+  });
+
+  it('refuses a token expiring further ahead than JWT_MAX_TTL_SECONDS (30 days by default)', async () => {
+    const far = jwt.sign({ sub: randomUUID(), roles: ['admin'] }, secret, { expiresIn: 365 * 24 * 3600 });
+    const res = await get(far);
+    expect(res.status).toBe(401);
+    expect(res.body.message).toMatch(/expires more than/);
+    const ok = jwt.sign({ sub: randomUUID(), roles: ['client'] }, secret, { expiresIn: 29 * 24 * 3600 });
+    expect((await get(ok)).status).toBe(200);
+  });
+
+  it('accepts the tokens the test helpers and npm run token mint', async () => {
+    expect((await get(t.token(randomUUID()))).status).toBe(200);
+  });
+});
+
+describe('production configuration', () => {
+  const prod = (env: NodeJS.ProcessEnv) => () => loadConfig({ NODE_ENV: 'production', ...env });
+
+  it('refuses to start without JWT_SECRET or JWT_PUBLIC_KEY', () => {
+    expect(prod({})).toThrow(ConfigError);
+    expect(prod({ JWT_SECRET: '' })).toThrow(/JWT_SECRET/);
+  });
+
+  it('refuses known development secrets and short ones', () => {
+    for (const s of [
+      'dev-only-secret-change-me',
+      'change-me-in-production',
+      'CHANGE-ME-IN-PRODUCTION',
+      'secret',
+    ])
+      expect(prod({ JWT_SECRET: s })).toThrow(ConfigError);
+    expect(prod({ JWT_SECRET: 'x'.repeat(31) })).toThrow(/32 bytes/);
+  });
+
+  it('starts with a 32-byte secret or a public key', () => {
+    expect(prod({ JWT_SECRET: 'k'.repeat(32) })().jwt.secret).toBe('k'.repeat(32));
+    expect(prod({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----' })().jwt.publicKey).toBeDefined();
+  });
+
+  it('keeps the development default outside production', () => {
+    expect(loadConfig({}).jwt.usingDevSecret).toBe(true);
+  });
+});
