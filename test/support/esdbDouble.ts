@@ -1,0 +1,605 @@
+import * as grpc from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
+import { Any } from 'google-protobuf/google/protobuf/any_pb';
+import { Empty } from 'google-protobuf/google/protobuf/empty_pb';
+import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
+import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
+import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
+import {
+  AppendReq,
+  AppendResp,
+  BatchAppendReq,
+  BatchAppendResp,
+  ReadReq,
+  ReadResp,
+} from '@eventstore/db-client/generated/streams_pb';
+import {
+  AllStreamPosition,
+  StreamIdentifier,
+  Timeout,
+  UUID,
+  WrongExpectedVersion,
+} from '@eventstore/db-client/generated/shared_pb';
+import { Status } from '@eventstore/db-client/generated/status_pb';
+
+/**
+ * A wire-level EventStoreDB double for tests: a real gRPC server on an ephemeral port that speaks the
+ * Streams and ServerFeatures protocols exactly as `@eventstore/db-client` calls them (the message types are
+ * the ones the client ships in `generated/`). What it keeps is in memory; what it answers follows the real
+ * server: expected-revision checks and their error details, idempotent re-appends of the same event ids,
+ * `$all` ordered by (commit, prepare) with `$`-prefixed system events in it, server-side filters,
+ * subscriptions with confirmation, catch-up, caught-up and live delivery. Fault switches let a test drop
+ * every connection, end subscriptions, and hold answers past a deadline.
+ *
+ * It does not prove: clustering, leader election and gossip (the client is pointed at one node), TLS and
+ * authentication, persistence to disk, scavenging, stream metadata ($maxAge, ACLs), deletes and tombstones,
+ * link resolution, persistent subscriptions, the structured UUID format, message size limits.
+ */
+export interface EsdbDouble {
+  /** Connection string for the client: `esdb://127.0.0.1:<port>?tls=false`. */
+  readonly url: string;
+  readonly port: number;
+  /** Drops every connection (calls fail as on a node crash), stays down `downMs`, comes back on the same port with the data. */
+  restart(opts?: { downMs?: number }): Promise<void>;
+  /** Ends every live subscription with status OK, as a server does when it sheds subscribers. */
+  endSubscriptions(): number;
+  /** Ends the oldest live subscription with an error status (UNAVAILABLE unless told). */
+  failSubscription(code?: grpc.status, details?: string): boolean;
+  /** Holds every answer to an append or a read for `ms` (0 to stop); appends past their deadline fail as the server's do. */
+  delayAnswers(ms: number): void;
+  /** Writes a `$`-prefixed system event (as the server's stats collector does) to `$all`. */
+  writeSystemEvent(): void;
+  /** Counters a test can assert on: live subscriptions, read calls the server still has open, restarts. */
+  stats(): { subscriptions: number; openReads: number; restarts: number; events: number };
+  close(): Promise<void>;
+}
+
+export interface EsdbDoubleOptions {
+  /** Advertise BatchAppend through ServerFeatures (real servers since 21.10 do); false forces Streams.Append. */
+  batchAppend?: boolean;
+  /** Write a system event after every `n`-th append (0: never); default 3, so filtering is always exercised. */
+  systemEventEvery?: number;
+}
+
+interface Stored {
+  streamName: string;
+  revision: bigint;
+  id: string;
+  type: string;
+  contentType: string;
+  data: Uint8Array;
+  customMetadata: Uint8Array;
+  /** Ticks of 100 ns since the Unix epoch, as the server writes `created`. */
+  created: bigint;
+  /** Commit and prepare positions are equal: one event per log record, as with single-node writes. */
+  position: bigint;
+}
+
+interface Proposed {
+  id: string;
+  type: string;
+  contentType: string;
+  data: Uint8Array;
+  customMetadata: Uint8Array;
+}
+
+type Expected =
+  | { kind: 'any' }
+  | { kind: 'no_stream' }
+  | { kind: 'stream_exists' }
+  | { kind: 'revision'; revision: bigint };
+
+type WriteResult =
+  { ok: true; revision: bigint | null; position: bigint | null } | { ok: false; current: bigint | null };
+
+interface Sub {
+  call: grpc.ServerWritableStream<ReadReq, ReadResp>;
+  /** Index of the next log (or stream) entry to look at. */
+  next: number;
+  stream: string | null;
+  keep: (e: Stored) => boolean;
+  /** $all: deliver only past this position; stream: only past this revision. */
+  after: bigint;
+  live: boolean;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+const MAX = BigInt('0xffffffffffffffff');
+const TICKS_PER_MS = 10_000n;
+
+const streamId = (name: string) => {
+  const id = new StreamIdentifier();
+  id.setStreamName(Buffer.from(name, 'utf8'));
+  return id;
+};
+const uuid = (s: string) => {
+  const u = new UUID();
+  u.setString(s);
+  return u;
+};
+
+function proposedFrom(m: AppendReq.ProposedMessage | BatchAppendReq.ProposedMessage): Proposed {
+  const meta = m.getMetadataMap();
+  return {
+    id: m.getId()?.getString() || randomUUID(),
+    type: meta.get('type') ?? '<no-event-type-provided>',
+    contentType: meta.get('content-type') ?? 'application/octet-stream',
+    data: m.getData_asU8(),
+    customMetadata: m.getCustomMetadata_asU8(),
+  };
+}
+
+/** The server-side filter of a read or subscription (event type or stream name; regex or prefixes). */
+function filterOf(opts: ReadReq.Options): (e: Stored) => boolean {
+  if (!opts.hasFilter()) return () => true;
+  const f = opts.getFilter()!;
+  const onType = f.hasEventType();
+  const expr = onType ? f.getEventType()! : f.getStreamIdentifier()!;
+  const regex = expr.getRegex() ? new RegExp(expr.getRegex()) : null;
+  const prefixes = expr.getPrefixList();
+  return (e) => {
+    const subject = onType ? e.type : e.streamName;
+    if (regex && !regex.test(subject)) return false;
+    if (prefixes.length && !prefixes.some((p) => subject.startsWith(p))) return false;
+    return true;
+  };
+}
+
+function readEvent(e: Stored): ReadResp {
+  const rec = new ReadResp.ReadEvent.RecordedEvent();
+  rec.setId(uuid(e.id));
+  rec.setStreamIdentifier(streamId(e.streamName));
+  rec.setStreamRevision(e.revision.toString());
+  rec.setPreparePosition(e.position.toString());
+  rec.setCommitPosition(e.position.toString());
+  const meta = rec.getMetadataMap();
+  meta.set('type', e.type);
+  meta.set('content-type', e.contentType);
+  meta.set('created', e.created.toString());
+  rec.setCustomMetadata(e.customMetadata);
+  rec.setData(e.data);
+  const ev = new ReadResp.ReadEvent();
+  ev.setEvent(rec);
+  ev.setCommitPosition(e.position.toString());
+  const resp = new ReadResp();
+  resp.setEvent(ev);
+  return resp;
+}
+
+export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<EsdbDouble> {
+  const { batchAppend = true, systemEventEvery = 3 } = options;
+  const log: Stored[] = [];
+  const streams = new Map<string, Stored[]>();
+  const subs = new Set<Sub>();
+  const openReads = new Set<grpc.ServerWritableStream<ReadReq, ReadResp>>();
+  let nextPosition = 0n;
+  let appends = 0;
+  let delayMs = 0;
+  let restarts = 0;
+
+  const record = (streamName: string, p: Proposed): Stored => {
+    const events = streams.get(streamName) ?? [];
+    streams.set(streamName, events);
+    // Positions grow like byte offsets in the transaction log.
+    nextPosition += BigInt(128 + p.data.length + p.customMetadata.length);
+    const e: Stored = {
+      streamName,
+      revision: BigInt(events.length),
+      ...p,
+      created: BigInt(Date.now()) * TICKS_PER_MS,
+      position: nextPosition,
+    };
+    events.push(e);
+    log.push(e);
+    return e;
+  };
+
+  const writeSystemEvent = () => {
+    record('$stats-127.0.0.1:2113', {
+      id: randomUUID(),
+      type: '$statsCollected',
+      contentType: 'application/json',
+      data: Buffer.from(JSON.stringify({ 'proc-startTime': new Date().toISOString() })),
+      customMetadata: new Uint8Array(),
+    });
+    pumpAll();
+  };
+
+  /** The expected-revision rules of the server, including its idempotent answer to a repeated write. */
+  const write = (streamName: string, expected: Expected, proposed: Proposed[]): WriteResult => {
+    const events = streams.get(streamName) ?? [];
+    const current = events.length ? BigInt(events.length - 1) : null;
+    const after = expected.kind === 'revision' ? Number(expected.revision) + 1 : 0;
+    if (expected.kind === 'revision' || expected.kind === 'no_stream') {
+      const already = events.slice(after, after + proposed.length);
+      if (
+        proposed.length > 0 &&
+        already.length === proposed.length &&
+        already.every((e, i) => e.id === proposed[i]!.id)
+      ) {
+        const last = already[already.length - 1]!;
+        return { ok: true, revision: last.revision, position: last.position };
+      }
+    }
+    const fits =
+      expected.kind === 'any' ||
+      (expected.kind === 'no_stream' && current === null) ||
+      (expected.kind === 'stream_exists' && current !== null) ||
+      (expected.kind === 'revision' && current === expected.revision);
+    if (!fits) return { ok: false, current };
+    if (proposed.length === 0) return { ok: true, revision: current, position: null };
+    let last: Stored | undefined;
+    for (const p of proposed) last = record(streamName, p);
+    appends++;
+    if (systemEventEvery > 0 && appends % systemEventEvery === 0) writeSystemEvent();
+    pumpAll();
+    return { ok: true, revision: last!.revision, position: last!.position };
+  };
+
+  const wrongExpectedVersion = (expected: Expected, current: bigint | null) => {
+    const w = new WrongExpectedVersion();
+    if (current === null) w.setCurrentNoStream(new Empty());
+    else w.setCurrentStreamRevision(current.toString());
+    if (expected.kind === 'any') w.setExpectedAny(new Empty());
+    else if (expected.kind === 'no_stream') w.setExpectedNoStream(new Empty());
+    else if (expected.kind === 'stream_exists') w.setExpectedStreamExists(new Empty());
+    else w.setExpectedStreamPosition(expected.revision.toString());
+    return w;
+  };
+
+  const errorStatus = (
+    code: grpc.status,
+    message: string,
+    detail: { serializeBinary(): Uint8Array },
+    typeName: string,
+  ) => {
+    const any = new Any();
+    any.pack(detail.serializeBinary(), typeName);
+    const s = new Status();
+    s.setCode(code as number);
+    s.setMessage(message);
+    s.setDetails(any);
+    return s;
+  };
+
+  /** Sends a subscription everything it has not seen yet; the first time through it then reports caught up. */
+  const pump = (sub: Sub) => {
+    if (sub.call.cancelled || sub.call.writableEnded) return;
+    const source = sub.stream === null ? log : (streams.get(sub.stream) ?? []);
+    for (; sub.next < source.length; sub.next++) {
+      const e = source[sub.next]!;
+      const beyond = sub.stream === null ? e.position > sub.after : e.revision > sub.after;
+      if (beyond && sub.keep(e)) sub.call.write(readEvent(e));
+    }
+    if (!sub.live) {
+      sub.live = true;
+      const last = log[log.length - 1];
+      if (last && sub.stream === null) {
+        const cp = new ReadResp.Checkpoint();
+        cp.setCommitPosition(last.position.toString());
+        cp.setPreparePosition(last.position.toString());
+        const resp = new ReadResp();
+        resp.setCheckpoint(cp);
+        sub.call.write(resp);
+      }
+      const resp = new ReadResp();
+      resp.setCaughtUp(new ReadResp.CaughtUp());
+      sub.call.write(resp);
+    }
+  };
+  function pumpAll() {
+    for (const s of subs) pump(s);
+  }
+
+  const subscribe = (call: grpc.ServerWritableStream<ReadReq, ReadResp>, opts: ReadReq.Options) => {
+    let sub: Sub;
+    if (opts.hasAll()) {
+      const all = opts.getAll()!;
+      const after = all.hasPosition()
+        ? BigInt(all.getPosition()!.getCommitPosition())
+        : all.hasEnd()
+          ? (log[log.length - 1]?.position ?? -1n)
+          : -1n;
+      sub = { call, next: 0, stream: null, keep: filterOf(opts), after, live: false };
+    } else {
+      const so = opts.getStream()!;
+      const name = utf8(so.getStreamIdentifier()!.getStreamName_asU8());
+      const have = BigInt((streams.get(name) ?? []).length);
+      const after = so.hasRevision() ? BigInt(so.getRevision()) : so.hasEnd() ? have - 1n : -1n;
+      sub = { call, next: 0, stream: name, keep: () => true, after, live: false };
+    }
+    subs.add(sub);
+    const forget = () => subs.delete(sub);
+    call.on('cancelled', forget);
+    call.on('finish', forget);
+    call.on('close', forget);
+    const conf = new ReadResp.SubscriptionConfirmation();
+    conf.setSubscriptionId(randomUUID());
+    const resp = new ReadResp();
+    resp.setConfirmation(conf);
+    call.write(resp);
+    pump(sub);
+  };
+
+  const readStreamOrAll = (call: grpc.ServerWritableStream<ReadReq, ReadResp>, opts: ReadReq.Options) => {
+    const backwards = opts.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS;
+    let count = opts.hasCount() ? BigInt(opts.getCount()) : MAX;
+    const keep = filterOf(opts);
+    const send = (e: Stored) => {
+      if (count <= 0n) return false;
+      if (keep(e)) {
+        call.write(readEvent(e));
+        count--;
+      }
+      return true;
+    };
+    if (opts.hasStream()) {
+      const so = opts.getStream()!;
+      const name = utf8(so.getStreamIdentifier()!.getStreamName_asU8());
+      const events = streams.get(name);
+      if (!events) {
+        const nf = new ReadResp.StreamNotFound();
+        nf.setStreamIdentifier(streamId(name));
+        const resp = new ReadResp();
+        resp.setStreamNotFound(nf);
+        call.write(resp);
+        return;
+      }
+      const from = so.hasRevision() ? BigInt(so.getRevision()) : null;
+      if (backwards) {
+        const start =
+          so.hasEnd() || from === null ? events.length - 1 : Math.min(Number(from), events.length - 1);
+        for (let i = start; i >= 0 && send(events[i]!); i--);
+      } else {
+        const start = so.hasStart() || from === null ? 0 : Number(from);
+        for (let i = start; i < events.length && send(events[i]!); i++);
+      }
+      return;
+    }
+    const all = opts.getAll()!;
+    const pos = all.hasPosition() ? BigInt(all.getPosition()!.getCommitPosition()) : null;
+    if (backwards) {
+      // Backwards from a position: the events before it; from the end: the last event first.
+      for (let i = log.length - 1; i >= 0; i--) {
+        const e = log[i]!;
+        if (pos !== null && !all.hasEnd() && e.position >= pos) continue;
+        if (!send(e)) break;
+      }
+    } else {
+      // Forwards from a position: that event included, as the server reads.
+      for (const e of log) {
+        if (pos !== null && !all.hasStart() && e.position < pos) continue;
+        if (!send(e)) break;
+      }
+    }
+  };
+
+  const hold = async () => {
+    if (delayMs > 0) await sleep(delayMs);
+  };
+
+  const expectedOf = (
+    o: {
+      hasAny(): boolean;
+      hasNoStream(): boolean;
+      hasStreamExists(): boolean;
+    },
+    revision: () => string | null,
+  ): Expected => {
+    if (o.hasNoStream()) return { kind: 'no_stream' };
+    if (o.hasStreamExists()) return { kind: 'stream_exists' };
+    const r = revision();
+    if (r !== null) return { kind: 'revision', revision: BigInt(r) };
+    return { kind: 'any' };
+  };
+
+  const streamsImpl: grpc.UntypedServiceImplementation = {
+    read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => {
+      const opts = call.request.getOptions()!;
+      if (opts.hasSubscription()) return subscribe(call, opts);
+      openReads.add(call);
+      const done = () => openReads.delete(call);
+      call.on('cancelled', done);
+      call.on('finish', done);
+      call.on('close', done);
+      void (async () => {
+        await hold();
+        if (call.cancelled) return;
+        readStreamOrAll(call, opts);
+        call.end();
+      })();
+    },
+    append: (
+      call: grpc.ServerReadableStream<AppendReq, AppendResp>,
+      callback: grpc.sendUnaryData<AppendResp>,
+    ) => {
+      let options: AppendReq.Options | undefined;
+      const proposed: Proposed[] = [];
+      call.on('data', (req: AppendReq) => {
+        if (req.hasOptions()) options = req.getOptions();
+        else if (req.hasProposedMessage()) proposed.push(proposedFrom(req.getProposedMessage()!));
+      });
+      call.on('end', async () => {
+        await hold();
+        if (call.cancelled || !options) return;
+        const name = utf8(options.getStreamIdentifier()!.getStreamName_asU8());
+        const expected = expectedOf(options, () => (options!.hasRevision() ? options!.getRevision() : null));
+        const res = write(name, expected, proposed);
+        const resp = new AppendResp();
+        if (res.ok) {
+          const s = new AppendResp.Success();
+          if (res.revision === null) s.setNoStream(new Empty());
+          else s.setCurrentRevision(res.revision.toString());
+          if (res.position === null) s.setNoPosition(new Empty());
+          else {
+            const p = new AppendResp.Position();
+            p.setCommitPosition(res.position.toString());
+            p.setPreparePosition(res.position.toString());
+            s.setPosition(p);
+          }
+          resp.setSuccess(s);
+        } else {
+          const w = new AppendResp.WrongExpectedVersion();
+          if (res.current === null) w.setCurrentNoStream(new Empty());
+          else w.setCurrentRevision(res.current.toString());
+          if (expected.kind === 'any') w.setExpectedAny(new Empty());
+          else if (expected.kind === 'no_stream') w.setExpectedNoStream(new Empty());
+          else if (expected.kind === 'stream_exists') w.setExpectedStreamExists(new Empty());
+          else w.setExpectedRevision(expected.revision.toString());
+          resp.setWrongExpectedVersion(w);
+        }
+        callback(null, resp);
+      });
+    },
+    batchAppend: (call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>) => {
+      // Requests for several appends interleave on one stream; each is assembled by its correlation id.
+      const pending = new Map<string, { options: BatchAppendReq.Options; proposed: Proposed[] }>();
+      call.on('data', async (req: BatchAppendReq) => {
+        const correlation = req.getCorrelationId()!;
+        const key = correlation.getString();
+        let entry = pending.get(key);
+        if (!entry) {
+          entry = { options: req.getOptions()!, proposed: [] };
+          pending.set(key, entry);
+        }
+        entry.proposed.push(...req.getProposedMessagesList().map(proposedFrom));
+        if (!req.getIsFinal()) return;
+        pending.delete(key);
+        const { options, proposed } = entry;
+        const name = utf8(options.getStreamIdentifier()!.getStreamName_asU8());
+        const expected = expectedOf(options, () =>
+          options.hasStreamPosition() ? options.getStreamPosition() : null,
+        );
+        const deadline = options.getDeadline()?.toDate().getTime() ?? Infinity;
+        if (delayMs > 0) await sleep(Math.min(delayMs, Math.max(0, deadline - Date.now())));
+        if (call.cancelled || call.writableEnded) return;
+        const resp = new BatchAppendResp();
+        resp.setCorrelationId(correlation);
+        resp.setStreamIdentifier(options.getStreamIdentifier());
+        if (expected.kind === 'revision') resp.setStreamPosition(expected.revision.toString());
+        else if (expected.kind === 'no_stream') resp.setNoStream(new Empty());
+        else if (expected.kind === 'stream_exists') resp.setStreamExists(new Empty());
+        else resp.setAny(new Empty());
+        if (Date.now() >= deadline) {
+          resp.setError(
+            errorStatus(
+              grpc.status.DEADLINE_EXCEEDED,
+              'Timeout',
+              new Timeout(),
+              'event_store.client.Timeout',
+            ),
+          );
+        } else {
+          const res = write(name, expected, proposed);
+          if (res.ok) {
+            const s = new BatchAppendResp.Success();
+            if (res.revision === null) s.setNoStream(new Empty());
+            else s.setCurrentRevision(res.revision.toString());
+            if (res.position === null) s.setNoPosition(new Empty());
+            else {
+              const p = new AllStreamPosition();
+              p.setCommitPosition(res.position.toString());
+              p.setPreparePosition(res.position.toString());
+              s.setPosition(p);
+            }
+            resp.setSuccess(s);
+          } else {
+            resp.setError(
+              errorStatus(
+                grpc.status.FAILED_PRECONDITION,
+                'WrongExpectedVersion',
+                wrongExpectedVersion(expected, res.current),
+                'event_store.client.WrongExpectedVersion',
+              ),
+            );
+          }
+        }
+        call.write(resp);
+      });
+      call.on('end', () => call.end());
+    },
+  };
+
+  const featuresImpl: grpc.UntypedServiceImplementation = {
+    getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
+      const res = new SupportedMethods();
+      res.setEventStoreServerVersion('24.10.0');
+      const advertised: { path: string }[] = [StreamsService.read, StreamsService.append];
+      if (batchAppend) advertised.push(StreamsService.batchAppend);
+      res.setMethodsList(
+        advertised.map((m) => {
+          const [, service, method] = m.path.split('/');
+          const sm = new SupportedMethod();
+          sm.setServiceName(service!.toLowerCase());
+          sm.setMethodName(method!.toLowerCase());
+          return sm;
+        }),
+      );
+      callback(null, res);
+    },
+  };
+
+  let server: grpc.Server;
+  const listen = async (port: number) => {
+    server = new grpc.Server();
+    server.addService(StreamsService, streamsImpl);
+    server.addService(ServerFeaturesService, featuresImpl);
+    return new Promise<number>((resolve, reject) =>
+      server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+  };
+
+  const port = await listen(0);
+  // A fresh node already has system events in $all before any user write.
+  writeSystemEvent();
+
+  return {
+    url: `esdb://127.0.0.1:${port}?tls=false`,
+    port,
+    async restart({ downMs = 300 } = {}) {
+      server.forceShutdown();
+      subs.clear();
+      openReads.clear();
+      restarts++;
+      await sleep(downMs);
+      // The port was just released; another process may race for it, so try a few times.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await listen(port);
+          break;
+        } catch (err) {
+          if (attempt >= 20) throw err;
+          await sleep(50);
+        }
+      }
+      writeSystemEvent();
+    },
+    endSubscriptions() {
+      const n = subs.size;
+      for (const s of [...subs]) {
+        subs.delete(s);
+        s.call.end();
+      }
+      return n;
+    },
+    failSubscription(code = grpc.status.UNAVAILABLE, details = 'Subscription dropped by the server') {
+      const [first] = subs;
+      if (!first) return false;
+      subs.delete(first);
+      first.call.emit('error', { code, details });
+      return true;
+    },
+    delayAnswers(ms) {
+      delayMs = ms;
+    },
+    writeSystemEvent,
+    stats: () => ({ subscriptions: subs.size, openReads: openReads.size, restarts, events: log.length }),
+    async close() {
+      subs.clear();
+      server.forceShutdown();
+    },
+  };
+}
