@@ -21,9 +21,22 @@ import {
   type RecordedEvent,
   START,
   WrongExpectedRevisionError,
+  assertNotEmpty,
   comparePositions,
 } from './types';
 import { scanLog } from './scan';
+
+/** A subscription the server ended without being asked; subscribing again from the last position is the cure. */
+export class SubscriptionEndedError extends Error {
+  readonly transient = true;
+  constructor() {
+    super('the EventStoreDB server ended the subscription');
+    this.name = 'SubscriptionEndedError';
+  }
+}
+
+/** Events read backwards per page while looking for the last non-system event. */
+const HEAD_PAGE = 50;
 
 /** Event store on EventStoreDB: `$all` without system events; positions are its own {commit, prepare}. */
 export function createEsdbEventStore(connectionString: string): EventStore {
@@ -48,32 +61,50 @@ export function createEsdbEventStore(connectionString: string): EventStore {
   const esdbExpected = (x: ExpectedRevision) => (x === 'any' ? ANY : x === 'no_stream' ? NO_STREAM : x);
   const fromPosition = (p: Position) => (comparePositions(p, START) <= 0 ? ESDB_START : p);
 
+  /**
+   * Reads one finite read, event by event, until `each` returns false or the read ends. Leaving a
+   * `for await` early destroys the client's stream object but not the gRPC call under it, which the client
+   * keeps among the calls `dispose()` waits for, forever: a read that stops early cancels its call.
+   */
+  const consume = async <E>(
+    read: AsyncIterable<E> & { cancel(): Promise<void> },
+    each: (resolved: E) => boolean,
+  ): Promise<void> => {
+    let early = true;
+    try {
+      for await (const resolved of read) if (!each(resolved)) return;
+      early = false;
+    } finally {
+      if (early) await read.cancel().catch(() => undefined);
+    }
+  };
+
   const readAll = async (from: Position, limit = 500): Promise<RecordedEvent[]> => {
     const out: RecordedEvent[] = [];
     // readAll starts at `from` inclusive, and system events count against maxCount: read until filled.
     let cursor = from;
     for (;;) {
       let seen = 0;
-      for await (const resolved of client.readAll({
-        fromPosition: fromPosition(cursor),
-        direction: FORWARDS,
-        maxCount: limit + 1,
-      })) {
-        seen++;
-        const pos = resolved.event?.position;
-        if (!pos || comparePositions(pos, cursor) <= 0) continue;
-        cursor = pos;
-        const r = toRecorded(resolved);
-        if (r) out.push(r);
-        if (out.length >= limit) return out;
-      }
-      if (seen < limit + 1) return out;
+      await consume(
+        client.readAll({ fromPosition: fromPosition(cursor), direction: FORWARDS, maxCount: limit + 1 }),
+        (resolved) => {
+          seen++;
+          const pos = resolved.event?.position;
+          if (!pos || comparePositions(pos, cursor) <= 0) return true;
+          cursor = pos;
+          const r = toRecorded(resolved);
+          if (r) out.push(r);
+          return out.length < limit;
+        },
+      );
+      if (out.length >= limit || seen < limit + 1) return out;
     }
   };
 
   return {
     kind: 'esdb',
     async append(streamName, events, { expectedRevision = 'any' } = {}) {
+      assertNotEmpty(streamName, events);
       try {
         const res = await client.appendToStream(
           streamName,
@@ -106,19 +137,24 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     },
     async readStream(streamName) {
       const events: RecordedEvent[] = [];
+      // The revision is the stream's, from its last event whatever it is: an event this adapter does not
+      // hand out (binary, `$`-typed, written by another tool) still moves the revision an append must name.
+      let revision: bigint | 'no_stream' = 'no_stream';
       try {
-        for await (const resolved of client.readStream(streamName, {
-          direction: FORWARDS,
-          fromRevision: ESDB_START,
-        })) {
-          const r = toRecorded(resolved);
-          if (r) events.push(r);
-        }
+        await consume(
+          client.readStream(streamName, { direction: FORWARDS, fromRevision: ESDB_START }),
+          (resolved) => {
+            if (resolved.event) revision = resolved.event.revision;
+            const r = toRecorded(resolved);
+            if (r) events.push(r);
+            return true;
+          },
+        );
       } catch (err) {
         if (err instanceof StreamNotFoundError) return { events: [], revision: 'no_stream' };
         throw err;
       }
-      return { events, revision: events.length ? events[events.length - 1]!.revision : 'no_stream' };
+      return { events, revision };
     },
     readAll,
     subscribe({ from, handler, onError, batchSize = 200 }) {
@@ -138,6 +174,8 @@ export function createEsdbEventStore(connectionString: string): EventStore {
               await handler(ready);
             }
           }
+          // A subscription has no end: the server ended it (shedding subscribers, shutting down).
+          if (!stopped) throw new SubscriptionEndedError();
         } catch (err) {
           if (!stopped) onError?.(err);
         } finally {
@@ -153,18 +191,33 @@ export function createEsdbEventStore(connectionString: string): EventStore {
         },
       };
     },
+    /** The last event subscribers see: system events after it (the server writes them any time) are skipped. */
     async headPosition() {
-      for await (const resolved of client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 })) {
-        const pos = resolved.event?.position;
-        if (pos) return { commit: pos.commit, prepare: pos.prepare };
+      let head: Position = START;
+      let cursor: Position | typeof END = END;
+      for (;;) {
+        let seen = 0;
+        let last: Position | null = null;
+        await consume(
+          client.readAll({ fromPosition: cursor, direction: BACKWARDS, maxCount: HEAD_PAGE }),
+          (resolved) => {
+            seen++;
+            const pos = resolved.event?.position;
+            if (pos) last = { commit: pos.commit, prepare: pos.prepare };
+            if (!toRecorded(resolved)) return true;
+            head = last!;
+            return false;
+          },
+        );
+        if (head !== START || seen < HEAD_PAGE || !last) return head;
+        cursor = last;
       }
-      return START;
     },
     // No index by id or correlation on the server: a scan of $all (see scan.ts for why).
     readEvent: async (id) => (await scanLog(readAll, (e) => e.id === id, { first: true }))[0] ?? null,
     readCorrelated: (id) => scanLog(readAll, (e) => e.metadata.correlationId === id),
     async ping() {
-      for await (const _ of client.readAll({ fromPosition: ESDB_START, maxCount: 1 })) break;
+      await consume(client.readAll({ fromPosition: ESDB_START, maxCount: 1 }), () => false);
     },
     async close() {
       await client.dispose();

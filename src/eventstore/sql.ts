@@ -12,6 +12,8 @@ import {
   type Subscription,
   START,
   WrongExpectedRevisionError,
+  EmptyAppendError,
+  assertNotEmpty,
 } from './types';
 
 /**
@@ -204,6 +206,7 @@ export async function appendInTransaction(
   events: NewEvent[],
   expected: ExpectedRevision = 'any',
 ): Promise<AppendResult> {
+  assertNotEmpty(streamName, events);
   const [result] = await runBatch(tx, [[{ streamName, events, expectedRevision: expected }]]);
   if (result instanceof Error) throw result;
   return result![0]!;
@@ -255,8 +258,8 @@ function createAppender(db: Database, onWritten: () => void) {
   };
 
   return (group: StreamAppend[]): Promise<AppendResult[]> => {
-    if (group.some((a) => a.events.length === 0))
-      return Promise.reject(new Error('append needs at least one event'));
+    const empty = group.find((a) => a.events.length === 0);
+    if (empty) return Promise.reject(new EmptyAppendError(empty.streamName));
     if (new Set(group.map((a) => a.streamName)).size !== group.length)
       return Promise.reject(new Error('appendMany takes each stream at most once'));
     return new Promise<AppendResult[]>((resolve, reject) => {

@@ -65,6 +65,21 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
+/**
+ * One rule on every adapter: an append of no events is refused before any I/O. Writing nothing is a caller's
+ * bug (a decider that decided nothing has nothing to append), and the stores would disagree on what it means.
+ */
+export class EmptyAppendError extends Error {
+  constructor(readonly streamName: string) {
+    super(`append to ${streamName} needs at least one event`);
+    this.name = 'EmptyAppendError';
+  }
+}
+
+export function assertNotEmpty(streamName: string, events: readonly unknown[]): void {
+  if (events.length === 0) throw new EmptyAppendError(streamName);
+}
+
 export interface ReadStreamResult {
   events: RecordedEvent[];
   /** Revision of the last event, or 'no_stream'. */

@@ -1,12 +1,12 @@
 import { createEsdbEventStore } from '../../src/eventstore/esdb';
 import type { EventStore } from '../../src/eventstore/types';
-import { eventStoreDbPlan, startEventStoreDbContainer } from '../support/eventstoredb';
+import { eventStoreDbPlan, startEventStoreDb } from '../support/eventstoredb';
 import { marketplace } from '../support/marketplace';
-import { startTestSystem, type TestSystem } from '../support/system';
+import { startTestSystem, testEventStoreLabel, type TestSystem } from '../support/system';
 
 /**
  * No double booking, proven over HTTP: bursts of concurrent requests for one slot. Runs on the SQL event
- * store of this run (PostgreSQL with DATABASE_URL, PGlite without), and on EventStoreDB when reachable.
+ * store of this run (see test/support/system.ts), and on EventStoreDB (a server, a container or the double).
  */
 const now = new Date('2026-12-01T08:00:00Z');
 const BURST = 50;
@@ -96,17 +96,18 @@ function noDoubleBooking(
   });
 }
 
-noDoubleBooking(process.env.DATABASE_URL ? 'PostgreSQL event store' : 'PGlite event store');
+noDoubleBooking(`the test run's event store (${testEventStoreLabel()})`);
 
+// Again on the EventStoreDB adapter (EVENTSTORE_URL, else a container, else the wire-level double).
 const esdb = eventStoreDbPlan();
-if (esdb.skipReason) console.warn(`booking concurrency on EventStoreDB ${esdb.skipReason}`);
-// Unreachable, the same cases are listed as skipped under a title that says why.
-noDoubleBooking(
-  esdb.skipReason ? `EventStoreDB event store; ${esdb.skipReason}` : 'EventStoreDB event store',
-  async () => {
-    if (esdb.url) return { store: createEsdbEventStore(esdb.url) };
-    const c = await startEventStoreDbContainer();
-    return { store: createEsdbEventStore(c.url), stop: c.stop };
-  },
-  esdb.skipReason ? describe.skip : describe,
-);
+noDoubleBooking(`EventStoreDB event store: ${esdb.kind}`, async () => {
+  const server = await startEventStoreDb();
+  const store = createEsdbEventStore(server.url);
+  return {
+    store,
+    stop: async () => {
+      await store.close();
+      await server.stop();
+    },
+  };
+});

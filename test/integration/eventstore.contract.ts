@@ -3,6 +3,7 @@ import {
   type EventStore,
   type Position,
   type RecordedEvent,
+  EmptyAppendError,
   START,
   WrongExpectedRevisionError,
   comparePositions,
@@ -86,6 +87,18 @@ export function eventStoreContract(getStore: () => EventStore) {
       .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(WrongExpectedRevisionError);
     expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'B']);
+  });
+
+  it('refuses an append of no events, whatever the expected revision, and writes nothing', async () => {
+    const store = getStore();
+    const s = stream();
+    for (const expectedRevision of ['any', 'no_stream', 0n] as const) {
+      const err = await store.append(s, [], { expectedRevision }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EmptyAppendError);
+    }
+    await store.append(s, [ev('A')]);
+    expect(await store.append(s, []).catch((e: unknown) => e)).toBeInstanceOf(EmptyAppendError);
+    expect(await store.readStream(s)).toMatchObject({ revision: 0n, events: [{ type: 'A' }] });
   });
 
   it('appends with any regardless of the revision', async () => {

@@ -50,7 +50,13 @@ export interface EsdbDouble {
   /** Writes a `$`-prefixed system event (as the server's stats collector does) to `$all`. */
   writeSystemEvent(): void;
   /** Counters a test can assert on: live subscriptions, read calls the server still has open, restarts. */
-  stats(): { subscriptions: number; openReads: number; restarts: number; events: number };
+  stats(): {
+    subscriptions: number;
+    openReads: number;
+    restarts: number;
+    events: number;
+    calls: { read: number; subscribe: number; append: number; batchAppend: number };
+  };
   close(): Promise<void>;
 }
 
@@ -177,6 +183,7 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   let appends = 0;
   let delayMs = 0;
   let restarts = 0;
+  const calls = { read: 0, subscribe: 0, append: 0, batchAppend: 0 };
 
   const record = (streamName: string, p: Proposed): Stored => {
     const events = streams.get(streamName) ?? [];
@@ -397,7 +404,11 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   const streamsImpl: grpc.UntypedServiceImplementation = {
     read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => {
       const opts = call.request.getOptions()!;
-      if (opts.hasSubscription()) return subscribe(call, opts);
+      if (opts.hasSubscription()) {
+        calls.subscribe++;
+        return subscribe(call, opts);
+      }
+      calls.read++;
       openReads.add(call);
       const done = () => openReads.delete(call);
       call.on('cancelled', done);
@@ -414,6 +425,7 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
       call: grpc.ServerReadableStream<AppendReq, AppendResp>,
       callback: grpc.sendUnaryData<AppendResp>,
     ) => {
+      calls.append++;
       let options: AppendReq.Options | undefined;
       const proposed: Proposed[] = [];
       call.on('data', (req: AppendReq) => {
@@ -465,6 +477,7 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         }
         entry.proposed.push(...req.getProposedMessagesList().map(proposedFrom));
         if (!req.getIsFinal()) return;
+        calls.batchAppend++;
         pending.delete(key);
         const { options, proposed } = entry;
         const name = utf8(options.getStreamIdentifier()!.getStreamName_asU8());
@@ -596,7 +609,13 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
       delayMs = ms;
     },
     writeSystemEvent,
-    stats: () => ({ subscriptions: subs.size, openReads: openReads.size, restarts, events: log.length }),
+    stats: () => ({
+      subscriptions: subs.size,
+      openReads: openReads.size,
+      restarts,
+      events: log.length,
+      calls: { ...calls },
+    }),
     async close() {
       subs.clear();
       server.forceShutdown();

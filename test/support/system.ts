@@ -7,12 +7,39 @@ import { signToken, type Role } from '../../src/http/auth';
 import { createHttpServer } from '../../src/http/server';
 import { createSystem, type System, type SystemOverrides } from '../../src/system';
 import { testDatabase, type TestDatabase } from './services';
+import { eventStoreDbPlan, startEventStoreDb, type RunningEventStoreDb } from './eventstoredb';
+
+/**
+ * The event store every test system uses unless a test passes its own: the SQL store on the test's
+ * database by default; EventStoreDB when TEST_EVENTSTORE=esdb or EVENTSTORE_URL is an esdb:// URL (then
+ * EVENTSTORE_URL, else a container, else a fresh wire-level double per test system).
+ */
+export function testEventStoreOnEsdb(): boolean {
+  return process.env.TEST_EVENTSTORE === 'esdb' || Boolean(process.env.EVENTSTORE_URL?.startsWith('esdb'));
+}
+export function testEventStoreLabel(): string {
+  if (testEventStoreOnEsdb()) return 'EventStoreDB';
+  return process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite';
+}
+
+let sharedEsdb: Promise<RunningEventStoreDb> | undefined;
+/** A double per system (its faults stay its own); a server or a container is shared by the test file. */
+async function esdbForTest(): Promise<{ server: RunningEventStoreDb; stop(): Promise<void> }> {
+  if (eventStoreDbPlan().kind !== 'double') {
+    sharedEsdb ??= startEventStoreDb();
+    return { server: await sharedEsdb, stop: async () => undefined };
+  }
+  const server = await startEventStoreDb();
+  return { server, stop: () => server.stop() };
+}
 
 export interface TestSystem {
   system: System;
   config: Config;
   baseUrl: string;
   database: TestDatabase;
+  /** The EventStoreDB behind the system when the run is on EventStoreDB (a double has fault switches). */
+  esdb?: RunningEventStoreDb;
   token(userId: string, roles?: Role[]): string;
   /** fetch against the running server, JSON in and out. */
   request(
@@ -28,12 +55,17 @@ export async function startTestSystem(
   overrides: SystemOverrides & { env?: NodeJS.ProcessEnv } = {},
 ): Promise<TestSystem> {
   const database = await testDatabase();
+  const esdb =
+    !overrides.store && !overrides.env?.EVENTSTORE_URL && testEventStoreOnEsdb()
+      ? await esdbForTest()
+      : undefined;
   // Files the service writes (the mail outbox) go to a temporary DATA_DIR unless the test names one.
   const tmpDir = overrides.env?.DATA_DIR ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-test-'));
   const config = loadConfig({
     JWT_SECRET: 'test-secret',
     CONSISTENCY_WAIT_MS: '3000',
     ...(tmpDir ? { DATA_DIR: tmpDir } : {}),
+    ...(esdb ? { EVENTSTORE_URL: esdb.server.url } : {}),
     ...overrides.env,
   });
   const system = await createSystem(config, { db: database.db, ...overrides });
@@ -45,6 +77,7 @@ export async function startTestSystem(
     config,
     baseUrl,
     database,
+    ...(esdb ? { esdb: esdb.server } : {}),
     token: (userId, roles = ['client']) => signToken(config, userId, roles),
     async request(method, path, { token, body, headers = {} } = {}) {
       const res = await fetch(baseUrl + path, {
@@ -69,6 +102,7 @@ export async function startTestSystem(
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();
       await system.close();
+      await esdb?.stop();
       await database.drop();
       if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
     },

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
+import { EventStoreDBClient, binaryEvent, jsonEvent } from '@eventstore/db-client';
+import { createEsdbEventStore } from '../../src/eventstore/esdb';
+import type { EventStore, RecordedEvent } from '../../src/eventstore/types';
+import { isTransient } from '../../projections/runner';
+import { startEsdbDouble, type EsdbDouble } from '../support/esdbDouble';
+
+/**
+ * The EventStoreDB adapter against the wire-level double: what only a gRPC server can show (leaked calls,
+ * server-ended subscriptions, a restarted node, answers past their deadline, system events in $all).
+ */
+describe('EventStoreDB adapter on the wire (double)', () => {
+  let double: EsdbDouble;
+  let store: EventStore;
+  beforeEach(async () => {
+    double = await startEsdbDouble();
+    store = createEsdbEventStore(double.url);
+  });
+  afterEach(async () => {
+    await Promise.race([store.close(), sleep(2000)]);
+    await double.close();
+  });
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const ev = (type: string, data: unknown = {}) => ({ type, data });
+  /** Resolves 'closed' when close() returns, 'hung' when it is still waiting after `ms`. */
+  const closes = (s: EventStore, ms = 5000) =>
+    Promise.race([s.close().then(() => 'closed'), sleep(ms).then(() => 'hung')]);
+
+  it('sends appends through BatchAppend when the server advertises it, through Append when not', async () => {
+    await store.append(`s-${randomUUID()}`, [ev('A')]);
+    expect(double.stats().calls).toMatchObject({ batchAppend: 1, append: 0 });
+    const plain = await startEsdbDouble({ batchAppend: false });
+    const other = createEsdbEventStore(plain.url);
+    const s = `s-${randomUUID()}`;
+    await other.append(s, [ev('A')], { expectedRevision: 'no_stream' });
+    const err = await other.append(s, [ev('B')], { expectedRevision: 'no_stream' }).catch((e: unknown) => e);
+    expect((err as { actual?: unknown }).actual).toBe(0n);
+    expect(plain.stats().calls).toMatchObject({ batchAppend: 0, append: 2 });
+    await other.close();
+    await plain.close();
+  });
+
+  it('reads that stop early release their gRPC calls, so close() returns', async () => {
+    const s = `s-${randomUUID()}`;
+    for (let i = 0; i < 6; i++) await store.append(s, [ev('A', { i }), ev('B', { i })]);
+    for (let i = 0; i < 20; i++) await store.ping();
+    for (let i = 0; i < 5; i++) await store.headPosition();
+    for (let i = 0; i < 5; i++) expect(await store.readAll({ commit: -1n, prepare: -1n }, 2)).toHaveLength(2);
+    expect(await closes(store)).toBe('closed');
+  });
+
+  it('headPosition is the last event a subscriber sees, never a system event after it', async () => {
+    const { position } = await store.append(`s-${randomUUID()}`, [ev('A')]);
+    double.writeSystemEvent();
+    double.writeSystemEvent();
+    expect(await store.headPosition()).toEqual(position);
+  });
+
+  it('readStream reports the revision of the last event in the stream, also one it does not return', async () => {
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('A')]);
+    // Another writer (an operator's tool) appends a binary event the adapter does not hand out.
+    const raw = EventStoreDBClient.connectionString(double.url);
+    await raw.appendToStream(s, [binaryEvent({ type: 'Blob', data: Buffer.from([1, 2, 3]) })]);
+    await raw.appendToStream(s, [jsonEvent({ type: '$internal', data: {} })]);
+    await raw.dispose();
+    const read = await store.readStream(s);
+    expect(read.events.map((e) => e.type)).toEqual(['A']);
+    expect(read.revision).toBe(2n);
+    await store.append(s, [ev('B')], { expectedRevision: read.revision });
+  });
+
+  /** A subscription from the current head whose errors are collected. */
+  const watch = async () => {
+    const seen: RecordedEvent[] = [];
+    const errors: unknown[] = [];
+    const sub = store.subscribe({
+      from: await store.headPosition(),
+      handler: async (batch) => void seen.push(...batch),
+      onError: (err) => errors.push(err),
+    });
+    await waitUntil(() => double.stats().subscriptions === 1);
+    return { seen, errors, sub };
+  };
+  const waitUntil = async (cond: () => boolean, ms = 5000) => {
+    const end = Date.now() + ms;
+    while (!cond()) {
+      if (Date.now() > end) throw new Error('condition not reached');
+      await sleep(10);
+    }
+  };
+
+  it('a subscription the server ends with OK is reported as a transient error, not a silent stop', async () => {
+    const { errors, sub } = await watch();
+    expect(double.endSubscriptions()).toBe(1);
+    await waitUntil(() => errors.length > 0);
+    expect(isTransient(errors[0])).toBe(true);
+    await sub.stop();
+  });
+
+  it('a subscription the server ends with an error is reported as transient', async () => {
+    const { errors, sub } = await watch();
+    expect(double.failSubscription(status.UNAVAILABLE)).toBe(true);
+    await waitUntil(() => errors.length > 0);
+    expect(isTransient(errors[0])).toBe(true);
+    await sub.stop();
+  });
+
+  it('stopping a subscription is not an error', async () => {
+    const { errors, seen, sub } = await watch();
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('A')]);
+    await waitUntil(() => seen.length === 1);
+    await sub.stop();
+    await sleep(50);
+    expect(errors).toEqual([]);
+    expect(double.stats().subscriptions).toBe(0);
+  });
+
+  it('a node restart: subscriptions fail with a transient error, the data is kept, the client reconnects', async () => {
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('Before')]);
+    const { errors, sub } = await watch();
+    await double.restart({ downMs: 200 });
+    await waitUntil(() => errors.length > 0);
+    expect(isTransient(errors[0])).toBe(true);
+    await sub.stop();
+    // The first call after the drop may still meet the dead connection; the next one reconnects.
+    await store.ping().catch((err: unknown) => expect(isTransient(err)).toBe(true));
+    await store.append(s, [ev('After')], { expectedRevision: 0n });
+    expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['Before', 'After']);
+  });
+
+  it('an append answered past its deadline fails with a transient error and writes nothing', async () => {
+    const quick = createEsdbEventStore(`${double.url}&defaultDeadline=300`);
+    const s = `s-${randomUUID()}`;
+    await quick.append(s, [ev('A')]);
+    double.delayAnswers(1000);
+    const err = await quick.append(s, [ev('B')]).catch((e: unknown) => e);
+    expect(isTransient(err)).toBe(true);
+    double.delayAnswers(0);
+    expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A']);
+    await quick.close();
+  });
+
+  it('system events are in $all on the server and never reach readAll or subscribers', async () => {
+    const s = `s-${randomUUID()}`;
+    for (let i = 0; i < 4; i++) await store.append(s, [ev('A', { i })]);
+    double.writeSystemEvent();
+    const all = await store.readAll({ commit: -1n, prepare: -1n }, 100);
+    expect(all.every((e) => !e.type.startsWith('$') && !e.streamName.startsWith('$'))).toBe(true);
+    expect(all.filter((e) => e.streamName === s)).toHaveLength(4);
+    expect(double.stats().events).toBeGreaterThan(all.length);
+  });
+});
