@@ -26,6 +26,8 @@ export interface Config {
   consistencyWaitMs: number;
   /** Largest uploaded file (each part of a multipart upload), bytes; 413 beyond. */
   maxUploadBytes: number;
+  /** Bearer token a Prometheus scraper may use for `GET /metrics` instead of an admin JWT. */
+  metricsToken?: string;
 }
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me';
@@ -109,5 +111,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
     consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
     maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }

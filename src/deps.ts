@@ -4,6 +4,7 @@ import type { EventStore } from './eventstore/types';
 import type { Logger } from './log';
 import type { BlobStore } from './storage';
 import type { Mailer } from './mail/mailer';
+import type { Metrics } from './metrics';
 import type { ProjectionRunner } from '../projections/runner';
 
 /** What routes are built from. Clock and ids are injected so tests and replays control them. */
@@ -18,4 +19,6 @@ export interface AppDeps {
   /** Blob storage: S3 when S3_ENDPOINT is set, else DATA_DIR/blobs. */
   blobs: BlobStore;
   mailer: Mailer;
+  /** Prometheus registry and the wrappers that feed it. */
+  metrics: Metrics;
 }

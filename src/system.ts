@@ -18,6 +18,7 @@ import { createPaymentExpirySweeper } from './paymentExpirySweeper';
 import { openBlobStore } from './storage';
 import { createMailer } from './mail/mailer';
 import { createMailRetry } from './mailRetry';
+import { createMetrics } from './metrics';
 
 export interface System {
   deps: AppDeps;
@@ -60,10 +61,13 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   const log = overrides.log ?? createLogger({ service: 'coaching' });
   const db = overrides.db ?? (await openDatabase(config));
   await migrate(db);
-  const store = overrides.store ?? (await openEventStore(config, db));
+  const metrics = createMetrics();
+  const rawStore = overrides.store ?? (await openEventStore(config, db));
+  const store = metrics.instrumentStore(rawStore);
   const clock = overrides.clock ?? (() => new Date());
-  const mailer = createMailer(config);
+  const mailer = metrics.instrumentMailer(createMailer(config));
   const runner = createProjectionRunner(store, db, allProjections({ store, clock, db, mailer, log }), log);
+  metrics.watchProjections(store, runner);
   await runner.start();
   const deps: AppDeps = {
     config,
@@ -75,6 +79,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     newId: overrides.newId ?? randomUUID,
     blobs: await openBlobStore(config),
     mailer,
+    metrics,
   };
   const expirySweeper = createPaymentExpirySweeper(deps);
   expirySweeper.start();

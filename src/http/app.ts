@@ -8,6 +8,7 @@ import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
 import { routers } from '../routes';
+import { metricsRoutes } from './metricsRoute';
 
 const JSON_LIMIT = '256kb';
 
@@ -15,6 +16,7 @@ export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, once, without leaking to the client
   app.use(requestContext(deps.log));
+  app.use(deps.metrics.http);
   app.use(errorHandler(deps.log));
   const apiRouters = routers(deps);
   const uploads = apiRouters.flatMap((r) => r.stack).filter((layer) => takesMultipart(layer.stack));
@@ -64,7 +66,7 @@ export function createApp(deps: AppDeps): Koa {
   });
 
   const root = new Router();
-  for (const r of [health, ...apiRouters]) root.use(r.routes());
+  for (const r of [health, metricsRoutes(deps), ...apiRouters]) root.use(r.routes());
   app.use(root.routes());
   // Thrown, so 405/501 reach errorHandler and get the ErrorResponse shape.
   app.use(root.allowedMethods({ throw: true }));

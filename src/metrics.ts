@@ -1,0 +1,182 @@
+import client from 'prom-client';
+import type { Middleware } from 'koa';
+import type { EventStore, Position } from './eventstore/types';
+import { START } from './eventstore/types';
+import { isPermanentMailError, type Mailer } from './mail/mailer';
+import type { ProjectionRunner } from '../projections/runner';
+
+/**
+ * Prometheus metrics of one service instance (served at `GET /metrics`, see src/http/metricsRoute.ts).
+ * Each system owns its registry (tests run several systems in one process; the global one would mix them).
+ * Wrappers measure at the ports (HTTP, event store, mailer), so no domain code knows about metrics.
+ */
+export interface Metrics {
+  registry: client.Registry;
+  /** Times every request; the route label is the router's pattern, never the raw path (bounded labels). */
+  http: Middleware;
+  instrumentStore(store: EventStore): EventStore;
+  instrumentMailer(mailer: Mailer): Mailer;
+  /** Projection lag is measured at scrape time against the store's head. */
+  watchProjections(store: EventStore, runner: ProjectionRunner): void;
+}
+
+/** Request durations in seconds: 5 ms to 10 s. */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const APPEND_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** Beyond this, `projection_lag_events` of an EventStoreDB store (no dense positions) stops counting. */
+const LAG_COUNT_CAP = 10_000;
+
+/** The booking route (endpoint 8): its 409s are the conflicts an operator watches. */
+const BOOKING_ROUTE = '/api/v1/service/:service_id';
+
+export function createMetrics(): Metrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+
+  const httpDuration = new client.Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [registry],
+  });
+  const appendDuration = new client.Histogram({
+    name: 'eventstore_append_duration_seconds',
+    help: 'Event store append duration (one call, any number of events) by store kind and outcome',
+    labelNames: ['store', 'outcome'] as const,
+    buckets: APPEND_BUCKETS,
+    registers: [registry],
+  });
+  const emailDeliveries = new client.Counter({
+    name: 'email_deliveries_total',
+    help: 'E-mail send attempts by outcome: sent, deferred (temporary refusal, retried later), failed (permanent refusal)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const bookingConflicts = new client.Counter({
+    name: 'booking_conflicts_total',
+    help: 'Bookings refused with 409 by reason: slot_unavailable (taken or outside the schedule) or conflict (calendar busy)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  for (const status of ['sent', 'deferred', 'failed']) emailDeliveries.inc({ status }, 0);
+  for (const reason of ['slot_unavailable', 'conflict']) bookingConflicts.inc({ reason }, 0);
+
+  const http: Middleware = async (ctx, next) => {
+    const end = httpDuration.startTimer();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
+      const pattern = typeof route === 'string' ? route : '(unmatched)';
+      end({ method: ctx.method, route: pattern, status: String(ctx.status) });
+      if (pattern === BOOKING_ROUTE && ctx.method === 'POST' && ctx.status === 409) {
+        const reason = (ctx.body as { error?: unknown } | undefined)?.error;
+        bookingConflicts.inc({ reason: typeof reason === 'string' ? reason : 'conflict' });
+      }
+    }
+  };
+
+  const instrumentStore = (store: EventStore): EventStore => ({
+    get kind() {
+      return store.kind;
+    },
+    async append(streamName, events, opts) {
+      const end = appendDuration.startTimer({ store: store.kind });
+      try {
+        const result = await store.append(streamName, events, opts);
+        end({ outcome: 'ok' });
+        return result;
+      } catch (err) {
+        end({ outcome: (err as Error)?.name === 'WrongExpectedRevisionError' ? 'conflict' : 'error' });
+        throw err;
+      }
+    },
+    readStream: (s) => store.readStream(s),
+    readAll: (from, limit) => store.readAll(from, limit),
+    subscribe: (o) => store.subscribe(o),
+    headPosition: () => store.headPosition(),
+    ping: () => store.ping(),
+    close: () => store.close(),
+  });
+
+  const instrumentMailer = (mailer: Mailer): Mailer => ({
+    get provider() {
+      return mailer.provider;
+    },
+    async send(message) {
+      try {
+        const sent = await mailer.send(message);
+        emailDeliveries.inc({ status: 'sent' });
+        return sent;
+      } catch (err) {
+        emailDeliveries.inc({ status: isPermanentMailError(err) ? 'failed' : 'deferred' });
+        throw err;
+      }
+    },
+    verify: () => mailer.verify(),
+    close: () => mailer.close(),
+  });
+
+  const watchProjections = (store: EventStore, runner: ProjectionRunner) => {
+    // Both gauges are filled by one measurement per scrape (the first collect() call of a scrape does it).
+    let pending: Promise<Map<string, { events: number; seconds: number }>> | null = null;
+    const measure = () => {
+      pending ??= measureLag(store, runner).finally(() => setTimeout(() => (pending = null), 0));
+      return pending;
+    };
+    new client.Gauge({
+      name: 'projection_lag_events',
+      help: 'Events in the global log after the projection checkpoint (all types, also those it skips)',
+      labelNames: ['projection'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const [projection, lag] of await measure()) this.set({ projection }, lag.events);
+      },
+    });
+    new client.Gauge({
+      name: 'projection_lag_seconds',
+      help: 'Age of the oldest event the projection has not processed yet (0 when caught up)',
+      labelNames: ['projection'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const [projection, lag] of await measure()) this.set({ projection }, lag.seconds);
+      },
+    });
+  };
+
+  return { registry, http, instrumentStore, instrumentMailer, watchProjections };
+}
+
+/** Lag of every projection the runner reports, against the store's head. */
+export async function measureLag(
+  store: EventStore,
+  runner: ProjectionRunner,
+  // Wall time, not the injected domain clock: `createdAt` is the store's wall time of the append.
+  now: () => number = Date.now,
+): Promise<Map<string, { events: number; seconds: number }>> {
+  const head = await store.headPosition();
+  const out = new Map<string, { events: number; seconds: number }>();
+  for (const p of runner.status()) {
+    const at: Position = p.position
+      ? { commit: BigInt(p.position.commit), prepare: BigInt(p.position.prepare) }
+      : START;
+    if (at.commit >= head.commit) {
+      out.set(p.name, { events: 0, seconds: 0 });
+      continue;
+    }
+    const next = await store.readAll(at, 1);
+    const oldest = next[0];
+    const seconds = oldest ? Math.max(0, (now() - oldest.createdAt.getTime()) / 1000) : 0;
+    // SQL stores number the log from 1 by a sequence (a rolled-back append leaves a gap, so this is an upper
+    // bound); EventStoreDB positions are byte offsets, so there the events are counted, up to a cap.
+    const events =
+      store.kind === 'esdb'
+        ? (await store.readAll(at, LAG_COUNT_CAP)).length
+        : Number(head.commit - (at.commit < 0n ? 0n : at.commit));
+    out.set(p.name, { events: oldest ? events : 0, seconds });
+  }
+  return out;
+}

@@ -1,0 +1,134 @@
+import { eventually, marketplace } from '../support/marketplace';
+import { startSmtpServer } from '../support/smtp';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+const now = new Date('2026-12-01T08:00:00Z');
+const SLOT = '2026-12-02T10:00:00';
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  t = await startTestSystem({
+    clock: () => now,
+    env: { SMTP_URL: smtp.url, METRICS_TOKEN: 'scrape-secret-123' },
+  });
+  m = marketplace(t);
+});
+afterAll(async () => {
+  await t.close();
+  await smtp.close();
+});
+
+const scrape = async () => {
+  const res = await fetch(`${t.baseUrl}/metrics`, {
+    headers: { authorization: 'Bearer scrape-secret-123' },
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return res.text();
+};
+
+/** The value of one sample line, e.g. `value(text, 'booking_conflicts_total{reason="conflict"}')`. */
+const value = (text: string, sample: string): number | undefined => {
+  const line = text.split('\n').find((l) => l.startsWith(sample + ' '));
+  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+};
+
+describe('GET /metrics', () => {
+  it('needs an admin token or METRICS_TOKEN', async () => {
+    expect((await t.request('GET', '/metrics')).status).toBe(401);
+    expect((await t.request('GET', '/metrics', { token: 'wrong-token' })).status).toBe(401);
+    const client = await t.request('GET', '/metrics', { token: t.token(crypto.randomUUID(), ['client']) });
+    expect(client.status).toBe(403);
+    expect(client.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
+    const admin = await t.request('GET', '/metrics', { token: m.admin() });
+    expect(admin.status).toBe(200);
+    expect(admin.body).toContain('# TYPE http_request_duration_seconds histogram');
+    await scrape();
+  });
+
+  it('counts requests by route pattern, appends, booking conflicts, e-mails and projection lag', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const first = await m.client();
+    const second = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: first.token,
+      body: { slots: [SLOT] },
+    });
+    expect(booked.status).toBe(200);
+    const taken = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: second.token,
+      body: { slots: [SLOT] },
+    });
+    expect(taken.status).toBe(409);
+    expect(taken.body.error).toBe('slot_unavailable');
+
+    // The booking mails client and coach (sent); a permanent refusal is counted as failed.
+    await eventually(
+      async () => value(await scrape(), 'email_deliveries_total{status="sent"}') ?? 0,
+      (n) => n >= 2,
+      5000,
+    );
+    smtp.rejectNext(1, 550);
+    await t.request('POST', `/api/v1/session/${booked.body[0].id}/approve`, { token: coach.token });
+    const text = await eventually(
+      scrape,
+      (s) => (value(s, 'email_deliveries_total{status="failed"}') ?? 0) >= 1,
+      5000,
+    );
+
+    expect(value(text, 'booking_conflicts_total{reason="slot_unavailable"}')).toBe(1);
+    expect(value(text, 'booking_conflicts_total{reason="conflict"}')).toBe(0);
+    // Route label is the pattern, not the requested path (bounded cardinality).
+    expect(
+      value(
+        text,
+        'http_request_duration_seconds_count{method="POST",route="/api/v1/service/:service_id",status="409"}',
+      ),
+    ).toBe(1);
+    expect(text).not.toContain(`route="/api/v1/service/${serviceId}"`);
+    expect(
+      value(text, 'http_request_duration_seconds_count{method="GET",route="/metrics",status="401"}'),
+    ).toBe(2);
+    const appends = value(
+      text,
+      `eventstore_append_duration_seconds_count{store="${t.system.deps.store.kind}",outcome="ok"}`,
+    );
+    expect(appends).toBeGreaterThanOrEqual(5);
+    // Every projection the runner has reports both lag gauges; caught up, they read 0.
+    await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 5000);
+    const caughtUp = await scrape();
+    for (const p of t.system.runner.status()) {
+      expect(value(caughtUp, `projection_lag_events{projection="${p.name}"}`)).toBe(0);
+      expect(value(caughtUp, `projection_lag_seconds{projection="${p.name}"}`)).toBe(0);
+    }
+    // Process defaults of prom-client.
+    expect(caughtUp).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(caughtUp).toMatch(/^nodejs_heap_size_used_bytes \d/m);
+  });
+
+  it('a stopped projection shows its lag in events and in the age of its oldest unprocessed event', async () => {
+    await t.system.runner.stop();
+    try {
+      // Two new users: events nobody applies while the runner is stopped.
+      await m.client();
+      await m.client();
+      await new Promise((r) => setTimeout(r, 300));
+      const text = await scrape();
+      const lags = t.system.runner.status().map((p) => ({
+        events: value(text, `projection_lag_events{projection="${p.name}"}`)!,
+        seconds: value(text, `projection_lag_seconds{projection="${p.name}"}`)!,
+      }));
+      expect(lags.length).toBeGreaterThan(0);
+      for (const lag of lags) {
+        expect(lag.events).toBeGreaterThanOrEqual(2);
+        expect(lag.seconds).toBeGreaterThanOrEqual(0.3);
+      }
+    } finally {
+      await t.system.runner.start();
+    }
+  });
+});
