@@ -77,46 +77,35 @@ export function createMetrics(): Metrics {
     }
   };
 
-  const instrumentStore = (store: EventStore): EventStore => ({
-    get kind() {
-      return store.kind;
-    },
-    async append(streamName, events, opts) {
-      const end = appendDuration.startTimer({ store: store.kind });
-      try {
-        const result = await store.append(streamName, events, opts);
-        end({ outcome: 'ok' });
-        return result;
-      } catch (err) {
-        end({ outcome: (err as Error)?.name === 'WrongExpectedRevisionError' ? 'conflict' : 'error' });
-        throw err;
-      }
-    },
-    readStream: (s) => store.readStream(s),
-    readAll: (from, limit) => store.readAll(from, limit),
-    subscribe: (o) => store.subscribe(o),
-    headPosition: () => store.headPosition(),
-    ping: () => store.ping(),
-    close: () => store.close(),
-  });
+  // Wrappers inherit every other member from the wrapped object, so a port that grows a method stays whole.
+  const instrumentStore = (store: EventStore): EventStore =>
+    Object.assign(Object.create(store) as EventStore, {
+      async append(...args: Parameters<EventStore['append']>) {
+        const end = appendDuration.startTimer({ store: store.kind });
+        try {
+          const result = await store.append(...args);
+          end({ outcome: 'ok' });
+          return result;
+        } catch (err) {
+          end({ outcome: (err as Error)?.name === 'WrongExpectedRevisionError' ? 'conflict' : 'error' });
+          throw err;
+        }
+      },
+    });
 
-  const instrumentMailer = (mailer: Mailer): Mailer => ({
-    get provider() {
-      return mailer.provider;
-    },
-    async send(message) {
-      try {
-        const sent = await mailer.send(message);
-        emailDeliveries.inc({ status: 'sent' });
-        return sent;
-      } catch (err) {
-        emailDeliveries.inc({ status: isPermanentMailError(err) ? 'failed' : 'deferred' });
-        throw err;
-      }
-    },
-    verify: () => mailer.verify(),
-    close: () => mailer.close(),
-  });
+  const instrumentMailer = (mailer: Mailer): Mailer =>
+    Object.assign(Object.create(mailer) as Mailer, {
+      async send(message: Parameters<Mailer['send']>[0]) {
+        try {
+          const sent = await mailer.send(message);
+          emailDeliveries.inc({ status: 'sent' });
+          return sent;
+        } catch (err) {
+          emailDeliveries.inc({ status: isPermanentMailError(err) ? 'failed' : 'deferred' });
+          throw err;
+        }
+      },
+    });
 
   const watchProjections = (store: EventStore, runner: ProjectionRunner) => {
     // Both gauges are filled by one measurement per scrape (the first collect() call of a scrape does it).

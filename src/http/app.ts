@@ -8,7 +8,7 @@ import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
 import { routers } from '../routes';
-import { metricsRoutes } from './metricsRoute';
+import { metricsRoutes, recognizeMetricsToken } from './metricsRoute';
 
 const JSON_LIMIT = '256kb';
 
@@ -40,6 +40,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(emptyJsonBodyIsEmptyObject());
   app.use(inputHygiene());
   app.use(jwtMiddleware(deps.config));
+  app.use(recognizeMetricsToken(deps.config.metricsToken));
   app.use(presentTokenMustBeValid());
 
   const health = new Router();

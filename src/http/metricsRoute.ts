@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
 import { principal } from './auth';
 import { forbidden } from './errors';
@@ -11,20 +11,26 @@ const sameSecret = (a: string, b: string) => {
   return x.length === y.length && timingSafeEqual(x, y);
 };
 
-/** A scraper sends `Authorization: Bearer <METRICS_TOKEN>` (no JWT to renew); a person an admin JWT. */
-function mayScrape(ctx: Context, metricsToken: string | undefined): boolean {
-  const bearer = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
-  if (metricsToken && bearer && sameSecret(bearer, metricsToken)) return true;
-  if (!principal(ctx).roles.includes('admin'))
-    throw forbidden('metrics need the admin role or METRICS_TOKEN');
-  return true;
+/**
+ * A scraper sends `Authorization: Bearer <METRICS_TOKEN>` (no JWT to renew). Recognised before the rule
+ * "a token that is sent must be a valid JWT" (auth.ts), which would otherwise refuse it; only on /metrics.
+ */
+export function recognizeMetricsToken(metricsToken: string | undefined): Middleware {
+  return async (ctx, next) => {
+    const bearer = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
+    if (metricsToken && ctx.path === '/metrics' && bearer && sameSecret(bearer, metricsToken))
+      ctx.state.metricsScraper = true;
+    await next();
+  };
 }
 
 /** `GET /metrics`: Prometheus text exposition of this instance (src/metrics.ts). */
 export function metricsRoutes(deps: AppDeps): Router {
   const router = new Router();
   router.get('/metrics', async (ctx) => {
-    mayScrape(ctx, deps.config.metricsToken);
+    // Else a person: an admin JWT.
+    if (ctx.state.metricsScraper !== true && !principal(ctx).roles.includes('admin'))
+      throw forbidden('metrics need the admin role or METRICS_TOKEN');
     ctx.type = deps.metrics.registry.contentType;
     ctx.body = await deps.metrics.registry.metrics();
   });
