@@ -3,7 +3,13 @@ import * as t from 'io-ts';
 import { DateTime } from 'luxon';
 import type { Schedule } from '../commands/calendar/events';
 import { IsoDate } from '../commands/calendar/codecs';
-import { freeSlots, localDate, type FreeSlot, type Reservation } from '../commands/calendar/slots';
+import {
+  freeSlots,
+  localDate,
+  slotRulesOf,
+  type FreeSlot,
+  type Reservation,
+} from '../commands/calendar/slots';
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { notFound, ValidationError } from '../src/http/errors';
@@ -78,24 +84,7 @@ const slotsFor = (
   from: string,
   to: string,
   now: Date,
-): FreeSlot[] =>
-  schedule
-    ? freeSlots(
-        schedule,
-        reservations,
-        {
-          serviceId: s.id,
-          minutesDuration: s.sessionMinutesDuration,
-          groupSession: s.groupSession,
-          maxGroupSize: s.maxGroupSize,
-          minimumNoticeHours: s.minimumNoticeHours,
-          bookingWindowDays: s.bookingWindowDays,
-        },
-        from,
-        to,
-        now,
-      )
-    : [];
+): FreeSlot[] => (schedule ? freeSlots(schedule, reservations, slotRulesOf(s), from, to, now) : []);
 
 export function availabilityQueries(deps: AppDeps): Router {
   const router = new Router();

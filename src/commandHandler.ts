@@ -13,6 +13,19 @@ export class ConcurrencyConflictError extends Error {
   }
 }
 
+/** A stream's current state, folded: what a command reads from another stream than the one it writes. */
+export async function readState<E extends DomainEvent, S>(
+  store: EventStore,
+  streamName: string,
+  decider: Pick<Decider<never, E, S>, 'initialState' | 'evolve'>,
+): Promise<S> {
+  const { events } = await store.readStream(streamName);
+  return events.reduce(
+    (s, r) => decider.evolve(s, { type: r.type, data: r.data } as E),
+    decider.initialState(),
+  );
+}
+
 /**
  * Load, fold, decide, append with the revision read. A concurrent writer makes the append fail; the
  * command is then decided again on the fresh state, a few times, before giving up with a conflict.

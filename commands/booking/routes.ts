@@ -2,23 +2,25 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import * as t from 'io-ts';
 import type { AppDeps } from '../../src/deps';
-import { ConcurrencyConflictError, handleCommand } from '../../src/commandHandler';
+import { ConcurrencyConflictError, handleCommand, readState } from '../../src/commandHandler';
 import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
 import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
 import { HttpError, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, decode } from '../../src/http/validation';
 // eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
-import { findService } from '../../queries/services';
-// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
 import { findSession } from '../../queries/sessions';
 import { toSessionOut } from '../../src/resources/session';
+import { addressBook } from '../addresses/decider';
+import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
 import { completeBooking } from './complete';
 import { booking, type BookingCommand, type By } from './decider';
 import { bookingStream } from './events';
+import { service } from '../services/decider';
+import { serviceStream } from '../services/events';
 
 /** An unpaid booking holds its slots this long (and never past one hour before the first session). */
 export const PAYMENT_WINDOW_HOURS = 24;
@@ -28,6 +30,11 @@ const BOOKING_READ_MODELS = ['calendar', 'sessions', 'payments'];
 const ServicePath = t.type({ service_id: Uuid });
 const SessionPath = t.type({ session_id: Uuid });
 
+/**
+ * Where the session takes place, from the client's own address book (`addresses-<userId>`): a saved
+ * address, or the address and position given in the body. Null when `addressId` is not one of the
+ * client's saved addresses.
+ */
 async function clientAddress(deps: AppDeps, userId: string, body: BookingBody) {
   if (!body.addressId) {
     return {
@@ -36,17 +43,11 @@ async function clientAddress(deps: AppDeps, userId: string, body: BookingBody) {
       clientLocation: body.position ? { lat: body.position.lat, lng: body.position.lng } : null,
     };
   }
-  const res = await deps.db.query<{ address: string; lat: number; lng: number }>(
-    'SELECT address, lat, lng FROM addresses WHERE id = $1 AND user_id = $2',
-    [body.addressId.toLowerCase(), userId],
-  );
-  const a = res.rows[0];
-  if (!a) throw notFound('address_not_found', 'addressId is not one of your saved addresses');
-  return {
-    addressId: body.addressId.toLowerCase(),
-    clientAddress: body.address ?? a.address,
-    clientLocation: { lat: a.lat, lng: a.lng },
-  };
+  const addressId = body.addressId.toLowerCase();
+  const book = await readState(deps.store, addressStream(userId), addressBook);
+  const a = book.addresses.find((x) => x.id === addressId);
+  if (!a) return null;
+  return { addressId, clientAddress: body.address ?? a.address, clientLocation: { lat: a.lat, lng: a.lng } };
 }
 
 export function bookingCommands(deps: AppDeps): Router {
@@ -58,52 +59,35 @@ export function bookingCommands(deps: AppDeps): Router {
     const serviceId = decode(ServicePath, ctx.params, 'path').service_id.toLowerCase();
     const body = decode(BookingBody, ctx.request.body, 'body');
     const { userId } = currentPrincipal(ctx);
-    const service = await findService(deps.db, serviceId);
-    if (!service || service.status !== 'approved')
-      throw notFound('service_not_found', 'no such bookable service');
-    if (service.coachId === userId)
-      throw new HttpError(403, 'forbidden', 'a coach cannot book its own service');
-    if (body.slots.length > service.numberOfSessions)
-      throw new HttpError(
-        422,
-        'validation',
-        `this service books at most ${service.numberOfSessions} slot(s) at once`,
-      );
-    const where = await clientAddress(deps, userId, body);
+    // The service and the address come from their own streams: a lagging or stopped read model must not
+    // book a rejected service, at an old price, or past a reduced group size.
+    const [found, where] = await Promise.all([
+      readState(deps.store, serviceStream(serviceId), service),
+      clientAddress(deps, userId, body),
+    ]);
+    const bookable = found.service;
+    if (!bookable) throw notFound('service_not_found', 'no such bookable service');
+    if (!where) throw notFound('address_not_found', 'addressId is not one of your saved addresses');
     const method = body.method ?? 'card';
     const groupId = deps.newId();
     const now = deps.clock().toISOString();
     const metadata = metadataOf(ctx);
 
+    // The calendar decider checks the service (approved, not the caller's own, enough sessions) and the
+    // slots together, and writes the hold with the service's terms as they are now.
     const outcome = await handleCommand(
       deps.store,
-      calendarStream(service.coachId),
+      calendarStream(bookable.coachId),
       calendar,
       {
         type: 'ReserveSlots',
-        coachId: service.coachId,
+        service: bookable,
         groupId,
         clientId: userId,
-        rules: {
-          serviceId,
-          minutesDuration: service.sessionMinutesDuration,
-          groupSession: service.groupSession,
-          maxGroupSize: service.maxGroupSize,
-          minimumNoticeHours: service.minimumNoticeHours,
-          bookingWindowDays: service.bookingWindowDays,
-        },
         slots: body.slots,
         sessionIds: body.slots.map(() => deps.newId()),
-        terms: {
+        order: {
           paymentId: deps.newId(),
-          serviceName: service.name,
-          price: service.price,
-          currency: service.priceCurrency,
-          promo: service.promo,
-          minutesDuration: service.sessionMinutesDuration,
-          cancellationHours: service.sessionCancellationHours,
-          numberOfSessions: service.numberOfSessions,
-          expiresInDays: service.expiresInDays,
           method,
           methodId: METHOD_IDS[method],
           ...where,

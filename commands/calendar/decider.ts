@@ -1,7 +1,8 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
+import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
-import { freeSlots, parseLocal, type Reservation, type SlotRules } from './slots';
+import { freeSlots, parseLocal, slotRulesOf, type Reservation } from './slots';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
 export interface Calendar {
@@ -14,14 +15,18 @@ export type CalendarCommand =
   | { type: 'SetSchedule'; coachId: string; schedule: Schedule; now: string }
   | {
       type: 'ReserveSlots';
-      coachId: string;
+      /**
+       * The service as folded from its own stream (`service-<id>`) just before deciding: its status and
+       * terms are checked here, never taken from a read model that may lag or have stopped.
+       */
+      service: BookableService;
       groupId: string;
       clientId: string;
-      rules: SlotRules;
       /** Local date-times in the coach's zone, as the client sent them. */
       slots: string[];
       sessionIds: string[];
-      terms: Omit<BookingTerms, 'paymentExpiresAt'>;
+      /** The client's part of the terms; the service's part comes from `service`. */
+      order: ClientOrder;
       /** How long an unpaid booking holds its slots; capped at one hour before the first session. */
       paymentWindowHours: number;
       now: string;
@@ -34,6 +39,48 @@ export type CalendarCommand =
       reason: string;
       now: string;
     };
+
+export type BookableService = NonNullable<ServiceState['service']>;
+
+/** What the client adds to a booking: its payment id and method, where the session is, its notes. */
+export type ClientOrder = Pick<
+  BookingTerms,
+  | 'paymentId'
+  | 'method'
+  | 'methodId'
+  | 'addressId'
+  | 'clientAddress'
+  | 'clientLocation'
+  | 'parking'
+  | 'parkingDescription'
+  | 'orderDescription'
+>;
+
+/** The service's part of a booking's terms, as the service is when the booking is decided. */
+export const serviceTermsOf = (s: BookableService) => ({
+  serviceName: s.name,
+  price: s.price,
+  currency: s.priceCurrency,
+  promo: s.promo,
+  minutesDuration: s.sessionMinutesDuration,
+  cancellationHours: s.sessionCancellationHours,
+  numberOfSessions: s.numberOfSessions,
+  expiresInDays: s.expiresInDays,
+});
+
+/** A service that cannot be booked answers as if it did not exist (rejected or in review). */
+function refuseService(command: Extract<CalendarCommand, { type: 'ReserveSlots' }>): DomainError | null {
+  const s = command.service;
+  if (s.status !== 'approved') return { code: 'service_not_found', message: 'no such bookable service' };
+  if (s.coachId === command.clientId)
+    return { code: 'forbidden', message: 'a coach cannot book its own service' };
+  if (command.slots.length > s.numberOfSessions)
+    return {
+      code: 'validation',
+      message: `this service books at most ${s.numberOfSessions} slot(s) at once`,
+    };
+  return null;
+}
 
 /** The shortest time a booking gets to be paid, unless its session starts sooner. */
 export const MIN_PAYMENT_MINUTES = 15;
@@ -82,6 +129,9 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         ]);
 
       case 'ReserveSlots': {
+        const refused = refuseService(command);
+        if (refused) return left(refused);
+        const rules = slotRulesOf(command.service);
         const { schedule } = state;
         if (!schedule) return left(unavailable('the coach has not published a schedule'));
         const now = new Date(command.now);
@@ -96,7 +146,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             ...active,
             ...held.map((h) => ({ ...h, serviceId: '', clientId: command.clientId })),
           ];
-          const free = freeSlots(schedule, taken, command.rules, date, date, now).find(
+          const free = freeSlots(schedule, taken, rules, date, date, now).find(
             (f) => f.slot.slice(0, 16) === slot.slice(0, 16),
           );
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
@@ -123,16 +173,17 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           {
             type: 'SlotsReserved',
             data: {
-              coachId: command.coachId,
+              coachId: command.service.coachId,
               groupId: command.groupId,
-              serviceId: command.rules.serviceId,
+              serviceId: command.service.id,
               clientId: command.clientId,
-              groupSession: command.rules.groupSession,
-              maxGroupSize: command.rules.maxGroupSize,
+              groupSession: rules.groupSession,
+              maxGroupSize: rules.maxGroupSize,
               timezone: schedule.timezone,
               sessions: held,
               terms: {
-                ...command.terms,
+                ...serviceTermsOf(command.service),
+                ...command.order,
                 paymentExpiresAt: new Date(expires).toISOString(),
               },
               reservedAt: command.now,

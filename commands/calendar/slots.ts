@@ -1,5 +1,6 @@
 import { DateTime } from 'luxon';
 import { WEEKDAYS, type Interval, type Schedule } from './events';
+import type { ServiceFields } from '../services/events';
 
 /**
  * Slot arithmetic shared by the calendar decider (which decides) and the availability query (which shows):
@@ -22,6 +23,21 @@ export interface SlotRules {
   minimumNoticeHours: number;
   bookingWindowDays: number;
 }
+
+/** A service's rules for its slots: availability shows and booking checks the very same ones. */
+export const slotRulesOf = (
+  s: { id: string } & Pick<
+    ServiceFields,
+    'sessionMinutesDuration' | 'groupSession' | 'maxGroupSize' | 'minimumNoticeHours' | 'bookingWindowDays'
+  >,
+): SlotRules => ({
+  serviceId: s.id,
+  minutesDuration: s.sessionMinutesDuration,
+  groupSession: s.groupSession,
+  maxGroupSize: s.maxGroupSize,
+  minimumNoticeHours: s.minimumNoticeHours,
+  bookingWindowDays: s.bookingWindowDays,
+});
 
 export interface FreeSlot {
   /** Local date-time in the coach's zone, no offset: "2026-12-01T10:00:00". */

@@ -1,5 +1,11 @@
 import { isLeft, isRight, type Either } from 'fp-ts/Either';
-import { calendar, MIN_PAYMENT_MINUTES, type CalendarCommand } from '../../commands/calendar/decider';
+import {
+  calendar,
+  MIN_PAYMENT_MINUTES,
+  type BookableService,
+  type CalendarCommand,
+  type ClientOrder,
+} from '../../commands/calendar/decider';
 import type { CalendarEvent, Schedule, SlotsReserved } from '../../commands/calendar/events';
 import type { SlotRules } from '../../commands/calendar/slots';
 import type { DomainError } from '../../src/decider';
@@ -35,22 +41,64 @@ const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
   bookingWindowDays: 60,
   ...over,
 });
+/** The approved service a test books, shaped by slot-rule overrides (as its coach would have set them). */
+const serviceWith = (over: Partial<SlotRules> = {}, numberOfSessions = 1): BookableService => {
+  const r = rules(over);
+  return {
+    id: r.serviceId,
+    coachId,
+    status: 'approved',
+    createdAt: '2026-11-01T00:00:00.000Z',
+    name: 'Tennis basics',
+    description: '',
+    promo: false,
+    price: 40,
+    priceCurrency: 'EUR',
+    serviceOtherType: '',
+    sessionMinutesDuration: r.minutesDuration,
+    sessionCancellationHours: 24,
+    serviceTypes: [],
+    numberOfSessions,
+    expiresInDays: 3,
+    groupSession: r.groupSession,
+    maxGroupSize: r.maxGroupSize,
+    slots: [],
+    minimumNoticeHours: r.minimumNoticeHours,
+    bookingWindowDays: r.bookingWindowDays,
+  };
+};
 // The reservation's terms without the deadline, which the decider computes.
 const { paymentExpiresAt: _deadline, ...terms } = bookingTerms({ paymentId: 'pay-1', expiresInDays: 3 });
+const order: ClientOrder = {
+  paymentId: terms.paymentId,
+  method: terms.method,
+  methodId: terms.methodId,
+  addressId: terms.addressId,
+  clientAddress: terms.clientAddress,
+  clientLocation: terms.clientLocation,
+  parking: terms.parking,
+  parkingDescription: terms.parkingDescription,
+  orderDescription: terms.orderDescription,
+};
 
 let ids = 0;
 const reserve = (
   slots: string[],
-  opts: { clientId?: string; groupId?: string; rules?: Partial<SlotRules>; now?: string } = {},
+  opts: {
+    clientId?: string;
+    groupId?: string;
+    rules?: Partial<SlotRules>;
+    service?: Partial<BookableService>;
+    now?: string;
+  } = {},
 ): CalendarCommand => ({
   type: 'ReserveSlots',
-  coachId,
+  service: { ...serviceWith(opts.rules, Math.max(1, slots.length)), ...opts.service },
   groupId: opts.groupId ?? `g-${++ids}`,
   clientId: opts.clientId ?? alice,
-  rules: rules(opts.rules),
   slots,
   sessionIds: slots.map((_, i) => `${opts.groupId ?? 'g'}-s${i}-${++ids}`),
-  terms,
+  order,
   paymentWindowHours: 24,
   now: opts.now ?? NOW,
 });
@@ -348,6 +396,68 @@ describe('calendar decider: ReserveSlots', () => {
       );
       expect(data.terms.paymentExpiresAt).toBe('2026-12-01T08:00:00.000Z');
     });
+  });
+});
+
+describe('calendar decider: ReserveSlots checks the service as folded from its stream', () => {
+  const slot = '2026-12-02T10:00:00';
+
+  it('refuses a service that is rejected or in review as if it did not exist', () => {
+    for (const status of ['rejected', 'review'] as const)
+      expect(refusal(given([scheduleSet()]).when(reserve([slot], { service: { status } })))).toBe(
+        'service_not_found',
+      );
+  });
+
+  it("refuses the service's own coach", () => {
+    expect(refusal(given([scheduleSet()]).when(reserve([slot], { clientId: coachId })))).toBe('forbidden');
+  });
+
+  it('refuses more slots than the service has sessions', () => {
+    const two = ['2026-12-02T10:00:00', '2026-12-02T12:00:00'];
+    expect(refusal(given([scheduleSet()]).when(reserve(two, { service: { numberOfSessions: 1 } })))).toBe(
+      'validation',
+    );
+  });
+
+  it("writes the service's current terms into the hold (price, name, duration, cancellation)", () => {
+    const data = reservedOf(
+      given([scheduleSet()]).when(
+        reserve([slot], {
+          service: {
+            price: 55.5,
+            name: 'Tennis advanced',
+            sessionCancellationHours: 48,
+            priceCurrency: 'CHF',
+          },
+        }),
+      ),
+    );
+    expect(data.terms).toMatchObject({
+      serviceName: 'Tennis advanced',
+      price: 55.5,
+      currency: 'CHF',
+      cancellationHours: 48,
+      minutesDuration: 60,
+      paymentId: order.paymentId,
+    });
+  });
+
+  it("applies the service's current group size: reduced to one seat, the second client is refused", () => {
+    const past = history(
+      [scheduleSet()],
+      reserve([slot], { clientId: alice, rules: { groupSession: true, maxGroupSize: 3 } }),
+    );
+    expect(
+      refusal(
+        given(past).when(reserve([slot], { clientId: bob, rules: { groupSession: true, maxGroupSize: 3 } })),
+      ),
+    ).toBe('accepted');
+    expect(
+      refusal(
+        given(past).when(reserve([slot], { clientId: bob, rules: { groupSession: true, maxGroupSize: 1 } })),
+      ),
+    ).toBe('slot_unavailable');
   });
 });
 
