@@ -2,6 +2,7 @@ import type { Database, Queryable } from '../src/db/database';
 import type { EventStore, Position, RecordedEvent, Subscription } from '../src/eventstore/types';
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
+import { LeaseLostError, type Leases } from '../src/leases';
 
 /**
  * A read model (`apply`: runs inside the transaction that moves its checkpoint) or a process manager
@@ -14,14 +15,26 @@ export interface Projection {
   handles: readonly string[];
   apply?(tx: Queryable, event: RecordedEvent): Promise<void>;
   react?(event: RecordedEvent): Promise<void>;
+  /**
+   * A process manager names the lease it runs under: with several instances of the service only the
+   * instance holding it runs the projection (read models need none: their checkpoint row decides).
+   */
+  lease?: string;
 }
 
-export type ProjectionState = 'starting' | 'running' | 'retrying' | 'failed' | 'stopped';
+/** `standby`: a process manager whose lease another instance holds. */
+export type ProjectionState = 'starting' | 'running' | 'retrying' | 'failed' | 'stopped' | 'standby';
 
 export interface ProjectionStatus {
   name: string;
   state: ProjectionState;
+  /** Last event applied here (null before the first one, or while on standby). */
   position: { commit: string; prepare: string } | null;
+  /** `live`: fed by the process's shared subscription; `catch-up`: reading the log from its own position. */
+  mode: 'live' | 'catch-up';
+  /** Events handed over by the shared subscription and not applied yet. */
+  queued: number;
+  lease?: { name: string; held: boolean };
   error?: string;
   failedEvent?: { id: string; type: string; streamName: string; position: string };
 }
@@ -62,25 +75,68 @@ const SKIP_SAVE_EVERY = 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (p: Position) => ({ commit: p.commit.toString(), prepare: p.prepare.toString() });
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export interface RunnerOptions {
   /** Attempts for an event that fails with a non-transient error before the projection stops. */
   poisonAttempts?: number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
-  /** Longest wait between attempts to resubscribe after a lost subscription (the log comes back fast). */
+  /** Longest wait between attempts to read the log again after losing it (the log comes back fast). */
   maxResubscribeBackoffMs?: number;
   batchSize?: number;
+  /**
+   * Events the shared subscription may hold for one projection. A projection further behind than this
+   * (slow, retrying) leaves the shared feed and reads the log on its own until it has caught up.
+   */
+  queueLimit?: number;
+  /** Who runs the process managers (projections with a `lease`); without it they run here. */
+  leases?: Leases;
 }
 
 export interface ProjectionRunner {
   start(): Promise<void>;
   stop(): Promise<void>;
   status(): ProjectionStatus[];
-  /** Resolves true once every named projection (all when omitted) has applied `position`; false on timeout. */
+  /**
+   * Resolves true once every named projection has applied `position`; false on timeout or when one of
+   * them failed. Without names: every projection running here (process managers on standby, which
+   * another instance runs, are not waited for).
+   */
   waitFor(position: Position, timeoutMs: number, names?: string[]): Promise<boolean>;
 }
 
+/** Thrown inside a consumer when it was stopped or lost its lease: not a failure of the projection. */
+class Deactivated extends Error {}
+
+interface Consumer {
+  p: Projection;
+  state: ProjectionState;
+  error?: string;
+  failedEvent?: ProjectionStatus['failedEvent'];
+  /** Last event applied (in memory; the checkpoint row may lag for batches the projection ignores). */
+  at: Position | null;
+  mode: 'live' | 'catch-up';
+  queue: RecordedEvent[][];
+  queued: number;
+  /** Ends the consumer's wait for its queue. */
+  wake?: () => void;
+  /** Whether it may run here: always for read models; while the lease is held for process managers. */
+  active: boolean;
+  /** Bumped on every activation and deactivation, so a loop from an earlier activation ends. */
+  generation: number;
+  loop?: Promise<void>;
+  /** Events seen since it last wrote its checkpoint, none of which it handles. */
+  unsaved: number;
+}
+
+/**
+ * Runs every projection of the process from ONE subscription to the log (the shared feed), fanned out to
+ * a bounded queue per projection. Each projection keeps its own checkpoint and applies at its own pace:
+ * one that starts, restarts, falls more than `queueLimit` events behind or comes back from a failure of
+ * the store reads the log from its own position (catch-up) and rejoins the feed once it has reached it.
+ * So a slow or stuck projection never holds back the others, and the log is read once while all keep up.
+ */
 export function createProjectionRunner(
   store: EventStore,
   db: Database,
@@ -94,14 +150,75 @@ export function createProjectionRunner(
     maxBackoffMs = 5000,
     maxResubscribeBackoffMs = 1000,
     batchSize = 200,
+    queueLimit = 5000,
+    leases,
   } = opts;
-  const states = new Map<string, ProjectionStatus & { at: Position | null }>();
+  const backoff = (attempt: number, max = maxBackoffMs) => Math.min(max, baseBackoffMs * 2 ** (attempt - 1));
+  const consumers: Consumer[] = projections.map((p) => ({
+    p,
+    state: 'starting',
+    at: null,
+    mode: 'catch-up',
+    queue: [],
+    queued: 0,
+    active: false,
+    generation: 0,
+    unsaved: 0,
+  }));
   const waiters = new Set<() => void>();
-  const subs = new Map<string, Subscription>();
+  const unwatch: (() => void)[] = [];
   let stopping = false;
-
   const notify = () => [...waiters].forEach((w) => w());
 
+  // ---- the shared feed -------------------------------------------------------------------------------
+  /** Every event up to here has been handed out by the feed or predates it: the feed brings only later ones. */
+  let feedLast: Position = START;
+  /** Counts hand-outs, so a consumer knows whether the feed moved while it read the log itself. */
+  let fanOuts = 0;
+  let feed: Subscription | undefined;
+
+  const fanOut = (events: RecordedEvent[]) => {
+    fanOuts++;
+    feedLast = events[events.length - 1]!.position;
+    for (const c of consumers) {
+      if (!c.active || c.mode !== 'live' || c.state === 'failed') continue;
+      if (c.queued + events.length > queueLimit) {
+        // Too far behind to buffer: it reads the log on its own from where it is.
+        log.warn('projection left the shared feed to catch up on its own', {
+          projection: c.p.name,
+          queued: c.queued,
+        });
+        c.mode = 'catch-up';
+        c.queue = [];
+        c.queued = 0;
+      } else {
+        c.queue.push(events);
+        c.queued += events.length;
+      }
+      c.wake?.();
+    }
+  };
+
+  /** A feed that ends on an error resumes after what it handed out last, with backoff; nothing is lost. */
+  const subscribeFeed = (attempt: number) => {
+    feed = store.subscribe({
+      from: feedLast,
+      batchSize,
+      handler: async (events) => {
+        fanOut(events);
+        attempt = 1;
+      },
+      onError: (err) => {
+        if (stopping) return;
+        log.warn('shared subscription lost; resubscribing', { error: message(err), attempt });
+        setTimeout(() => {
+          if (!stopping) subscribeFeed(attempt + 1);
+        }, backoff(attempt, maxResubscribeBackoffMs));
+      },
+    });
+  };
+
+  // ---- one projection ------------------------------------------------------------------------------
   const loadCheckpoint = async (name: string): Promise<Position> => {
     const res = await db.query<{ c: string; p: string }>(
       'SELECT commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints WHERE name = $1',
@@ -111,8 +228,10 @@ export function createProjectionRunner(
     return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
   };
 
-  /** Events seen since each projection last wrote its checkpoint, none of which it handles. */
-  const unsaved = new Map<string, number>();
+  const ensureActive = (c: Consumer, generation: number) => {
+    if (stopping || c.generation !== generation) throw new Deactivated();
+    if (c.p.lease && leases && !leases.holds(c.p.lease)) throw new LeaseLostError(c.p.lease);
+  };
 
   /**
    * One transaction: the events' effects and the checkpoint commit together or not at all. A batch the
@@ -120,19 +239,26 @@ export function createProjectionRunner(
    * projections); the checkpoint catches up with its next real change, or every SKIP_SAVE_EVERY events,
    * so a restart re-reads at most that many irrelevant events.
    */
-  const applyBatch = async (p: Projection, events: RecordedEvent[]) => {
+  const applyBatch = async (c: Consumer, generation: number, events: RecordedEvent[]) => {
+    const { p } = c;
     const mine = events.filter((e) => p.handles.includes(e.type));
-    const skipped = (unsaved.get(p.name) ?? 0) + events.length;
+    const skipped = c.unsaved + events.length;
     if (mine.length === 0 && skipped < SKIP_SAVE_EVERY) {
-      unsaved.set(p.name, skipped);
+      c.unsaved = skipped;
       return;
     }
-    // Reactions run before the checkpoint moves: a crash in between repeats them, never loses them.
-    if (p.react) for (const e of mine) await p.react(e);
+    // Reactions run before the checkpoint moves: a crash in between repeats them, never loses them. A
+    // process manager checks its lease before each one, so an instance that lost it stops acting.
+    if (p.react)
+      for (const e of mine) {
+        ensureActive(c, generation);
+        await p.react(e);
+      }
     await db.transaction(async (tx) => {
       // Read models need not wait for the disk: a crash loses the change and its checkpoint together,
       // and the events (which are durable) are applied again. Only the event store's commits must be.
       await tx.query('SET LOCAL synchronous_commit TO OFF');
+      if (p.lease && leases) await leases.fence(tx, p.lease);
       // Another instance of the service may run the same projection: the checkpoint row, locked for the
       // transaction, says what is already applied, so each event lands once whoever gets there first.
       await tx.query(
@@ -157,28 +283,35 @@ export function createProjectionRunner(
         [p.name, last.commit.toString(), last.prepare.toString()],
       );
     });
-    unsaved.set(p.name, 0);
+    c.unsaved = 0;
+  };
+
+  const applied = (c: Consumer, position: Position) => {
+    c.at = position;
+    if (c.state === 'retrying' || c.state === 'starting') c.state = 'running';
+    delete c.error;
+    notify();
   };
 
   /** A failing batch is retried event by event, so a poison event is named and its predecessors land. */
-  const handleBatch = async (p: Projection, events: RecordedEvent[]) => {
-    const st = states.get(p.name)!;
+  const handleBatch = async (c: Consumer, generation: number, events: RecordedEvent[]) => {
     try {
-      await applyBatch(p, events);
+      await applyBatch(c, generation, events);
     } catch (batchErr) {
+      if (batchErr instanceof Deactivated || batchErr instanceof LeaseLostError) throw batchErr;
       log.warn('projection batch failed, applying its events one by one', {
-        projection: p.name,
-        error: batchErr instanceof Error ? batchErr.message : String(batchErr),
+        projection: c.p.name,
+        error: message(batchErr),
       });
       for (const e of events) {
         for (let attempt = 1; ; attempt++) {
           try {
-            await applyBatch(p, [e]);
+            await applyBatch(c, generation, [e]);
             break;
           } catch (err) {
-            const transient = isTransient(err);
-            if (!transient && attempt >= poisonAttempts) {
-              st.failedEvent = {
+            if (err instanceof Deactivated || err instanceof LeaseLostError) throw err;
+            if (!isTransient(err) && attempt >= poisonAttempts) {
+              c.failedEvent = {
                 id: e.id,
                 type: e.type,
                 streamName: e.streamName,
@@ -186,97 +319,178 @@ export function createProjectionRunner(
               };
               throw err;
             }
-            if (stopping) throw err;
-            st.state = 'retrying';
-            st.error = err instanceof Error ? err.message : String(err);
-            log.warn('projection retry', { projection: p.name, eventId: e.id, attempt, error: st.error });
-            await sleep(Math.min(maxBackoffMs, baseBackoffMs * 2 ** (attempt - 1)));
+            ensureActive(c, generation);
+            c.state = 'retrying';
+            c.error = message(err);
+            log.warn('projection retry', { projection: c.p.name, eventId: e.id, attempt, error: c.error });
+            await sleep(backoff(attempt));
           }
         }
-        st.at = e.position;
+        applied(c, e.position);
       }
     }
-    st.at = events[events.length - 1]!.position;
-    st.state = 'running';
-    delete st.error;
-    notify();
+    applied(c, events[events.length - 1]!.position);
   };
 
-  const run = async (p: Projection) => {
-    const st = states.get(p.name)!;
-    const from = await loadCheckpoint(p.name);
-    st.at = from === START ? null : from;
-    st.state = 'running';
-    notify();
-    subscribeFrom(p, from, 1);
+  /** The next events for a consumer: from its queue when live, from the log when catching up. */
+  const nextBatch = async (c: Consumer, generation: number): Promise<RecordedEvent[] | null> => {
+    for (let attempt = 1; ; attempt++) {
+      ensureActive(c, generation);
+      if (c.mode === 'live') {
+        const events = c.queue.shift();
+        if (events) {
+          c.queued -= events.length;
+          const at = c.at ?? START;
+          return events.filter((e) => comparePositions(e.position, at) > 0);
+        }
+        await new Promise<void>((resolve) => (c.wake = resolve));
+        c.wake = undefined;
+        continue;
+      }
+      const at = c.at ?? START;
+      // Caught up with the feed: everything it hands out from now on is new to this projection.
+      if (comparePositions(at, feedLast) >= 0) {
+        c.mode = 'live';
+        continue;
+      }
+      const before = fanOuts;
+      try {
+        const events = await store.readAll(at, batchSize);
+        if (events.length) return events;
+        // Nothing after `at` in the log, and the feed handed out nothing meanwhile: join it.
+        if (fanOuts === before) c.mode = 'live';
+        continue;
+      } catch (err) {
+        ensureActive(c, generation);
+        c.state = 'retrying';
+        c.error = message(err);
+        log.warn('projection could not read the log; trying again', {
+          projection: c.p.name,
+          error: c.error,
+          attempt,
+        });
+        await sleep(backoff(attempt, maxResubscribeBackoffMs));
+      }
+    }
   };
 
-  /**
-   * A subscription that ends on a transient error (the database or event store went away for a moment) is
-   * started again from the last position applied, with backoff; any other error stops the projection.
-   */
-  const subscribeFrom = (p: Projection, from: Position, attempt: number) => {
-    const st = states.get(p.name)!;
-    subs.set(
-      p.name,
-      store.subscribe({
-        from,
-        batchSize,
-        handler: async (events) => {
-          await handleBatch(p, events);
-          attempt = 1;
-        },
-        onError: (err) => {
-          if (stopping) return;
-          st.error = err instanceof Error ? err.message : String(err);
-          if (isTransient(err)) {
-            st.state = 'retrying';
-            log.warn('projection subscription lost; resubscribing', {
-              projection: p.name,
-              error: st.error,
-              attempt,
-            });
-            // From the last event applied, never from where this subscription started: it may have
-            // delivered (and we applied) events before it broke.
-            setTimeout(
-              () => {
-                if (!stopping) subscribeFrom(p, st.at ?? START, attempt + 1);
-              },
-              Math.min(maxResubscribeBackoffMs, baseBackoffMs * 2 ** (attempt - 1)),
-            );
-            return;
-          }
-          st.state = 'failed';
-          log.error('projection stopped on an event it cannot apply', {
-            projection: p.name,
-            error: st.error,
-            failedEvent: st.failedEvent,
-          });
-          notify();
-        },
-      }),
-    );
+  const consume = async (c: Consumer, generation: number) => {
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const from = await loadCheckpoint(c.p.name);
+          c.at = from === START ? null : from;
+          break;
+        } catch (err) {
+          ensureActive(c, generation);
+          c.state = 'retrying';
+          c.error = message(err);
+          await sleep(backoff(attempt));
+        }
+      }
+      ensureActive(c, generation);
+      c.mode = 'catch-up';
+      c.unsaved = 0;
+      c.state = 'running';
+      delete c.error;
+      notify();
+      for (;;) {
+        const events = await nextBatch(c, generation);
+        if (events?.length) await handleBatch(c, generation, events);
+      }
+    } catch (err) {
+      if (err instanceof Deactivated) return;
+      if (err instanceof LeaseLostError) {
+        log.warn('process manager lost its lease; it stops acting here', { projection: c.p.name });
+        return;
+      }
+      c.state = 'failed';
+      c.error = message(err);
+      log.error('projection stopped on an event it cannot apply', {
+        projection: c.p.name,
+        error: c.error,
+        failedEvent: c.failedEvent,
+      });
+      notify();
+    }
+  };
+
+  const activate = (c: Consumer) => {
+    if (stopping || c.active) return;
+    c.active = true;
+    c.state = 'starting';
+    delete c.failedEvent;
+    const generation = ++c.generation;
+    const previous = c.loop ?? Promise.resolve();
+    // A previous activation's loop ends first, so two loops never apply the same projection here.
+    c.loop = previous.then(() => consume(c, generation));
+  };
+
+  const deactivate = (c: Consumer, state: ProjectionState) => {
+    c.generation++;
+    c.active = false;
+    c.queue = [];
+    c.queued = 0;
+    c.mode = 'catch-up';
+    if (c.state !== 'failed') c.state = state;
+    c.wake?.();
+    notify();
   };
 
   return {
     async start() {
-      for (const p of projections)
-        states.set(p.name, { name: p.name, state: 'starting', position: null, at: null });
-      await Promise.all(projections.map(run));
+      feedLast = await store.headPosition();
+      subscribeFeed(1);
+      for (const c of consumers) {
+        const lease = c.p.lease;
+        if (lease && leases) {
+          c.state = 'standby';
+          unwatch.push(leases.watch(lease, (held) => (held ? activate(c) : deactivate(c, 'standby'))));
+        } else activate(c);
+      }
+      // Started once every projection running here knows its checkpoint.
+      await new Promise<void>((resolve) => {
+        const check = () => {
+          if (consumers.every((c) => !c.active || c.state !== 'starting')) {
+            waiters.delete(check);
+            resolve();
+          }
+        };
+        waiters.add(check);
+        check();
+      });
     },
     async stop() {
       stopping = true;
-      await Promise.all([...subs.values()].map((s) => s.stop()));
-      for (const st of states.values()) if (st.state !== 'failed') st.state = 'stopped';
+      unwatch.forEach((u) => u());
+      await feed?.stop();
+      for (const c of consumers) deactivate(c, 'stopped');
+      await Promise.all(consumers.map((c) => c.loop));
       notify();
     },
     status() {
-      return [...states.values()].map(({ at, ...rest }) => ({ ...rest, position: at ? fmt(at) : null }));
+      return consumers.map((c) => ({
+        name: c.p.name,
+        state: c.state,
+        position: c.at ? fmt(c.at) : null,
+        mode: c.mode,
+        queued: c.queued,
+        ...(c.p.lease && leases ? { lease: { name: c.p.lease, held: leases.holds(c.p.lease) } } : {}),
+        ...(c.error ? { error: c.error } : {}),
+        ...(c.failedEvent ? { failedEvent: c.failedEvent } : {}),
+      }));
     },
     waitFor(position, timeoutMs, names) {
-      const targets = (names ?? projections.map((p) => p.name)).map((n) => states.get(n));
+      const targets = names
+        ? names.map((n) => consumers.find((c) => c.p.name === n))
+        : consumers.filter((c) => c.active || c.state === 'failed');
       const reached = () =>
-        targets.every((st) => st && st.at !== null && comparePositions(st.at, position) >= 0);
+        targets.every(
+          (c) =>
+            c &&
+            ((!c.active && c.state === 'standby') ||
+              (c.at !== null && comparePositions(c.at, position) >= 0)),
+        );
       if (reached()) return Promise.resolve(true);
       return new Promise<boolean>((resolve) => {
         const done = (ok: boolean) => {
@@ -286,7 +500,7 @@ export function createProjectionRunner(
         };
         const check = () => {
           if (reached()) done(true);
-          else if (targets.some((st) => st?.state === 'failed')) done(false);
+          else if (targets.some((c) => !c || c.state === 'failed')) done(false);
         };
         const timer = setTimeout(() => done(false), timeoutMs);
         waiters.add(check);

@@ -5,6 +5,7 @@ import { paymentMigrations } from './migrations/payments';
 import { storageMigrations } from './migrations/storage';
 import { notificationMigrations } from './migrations/notifications';
 import type { Migration } from './migrations/migration';
+import { leaseMigrations } from './migrations/leases';
 
 /** Read-model schema, in order. A migration is never edited once released; add a new one instead. */
 export const migrations: Migration[] = [
@@ -14,4 +15,5 @@ export const migrations: Migration[] = [
   ...paymentMigrations,
   ...storageMigrations,
   ...notificationMigrations,
+  ...leaseMigrations,
 ];

@@ -114,6 +114,120 @@ describe('projection runner', () => {
   });
 });
 
+describe('projection runner: one subscription per process, fanned out', () => {
+  let database: TestDatabase;
+  let store: EventStore;
+  let subscriptions = 0;
+  /** The store as the runner sees it, counting the subscriptions it opens. */
+  let counted: EventStore;
+  beforeAll(async () => {
+    database = await testDatabase();
+    await migrate(database.db);
+    store = await createSqlEventStore(database.db);
+    counted = Object.assign(Object.create(store) as EventStore, {
+      subscribe: (o: Parameters<EventStore['subscribe']>[0]) => {
+        subscriptions++;
+        return store.subscribe(o);
+      },
+    });
+    await database.db.query('CREATE TABLE seen (projection text, n int, PRIMARY KEY (projection, n))');
+  });
+  afterAll(async () => {
+    await store.close();
+    await database.drop();
+  });
+
+  const recorder = (name: string, before?: (n: number) => Promise<void>): Projection => ({
+    name,
+    handles: ['Numbered'],
+    async apply(tx, e) {
+      const n = (e.data as { n: number }).n;
+      await before?.(n);
+      await tx.query('INSERT INTO seen (projection, n) VALUES ($1, $2)', [name, n]);
+    },
+  });
+  const rows = async (name: string) =>
+    (
+      await database.db.query<{ n: number }>('SELECT n FROM seen WHERE projection = $1 ORDER BY n', [name])
+    ).rows.map((r) => r.n);
+  const append = async (from: number, to: number) => {
+    let last;
+    for (let n = from; n <= to; n++)
+      last = await store.append(`fan-${n}`, [{ type: 'Numbered', data: { n } }]);
+    return last!.position;
+  };
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+  it('reads the log once for every projection, and a stuck one holds back none of the others', async () => {
+    // Events from before the start: every projection catches up on them from its own checkpoint.
+    await append(1, 10);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const stuck = recorder('stuck', (n) => (n === 12 ? gate : Promise.resolve()));
+    const runner = createProjectionRunner(counted, database.db, [recorder('a'), recorder('b'), stuck], log, {
+      queueLimit: 5,
+    });
+    subscriptions = 0;
+    await runner.start();
+    try {
+      const mid = await append(11, 30);
+      // `a` and `b` get there while `stuck` waits on event 12.
+      expect(await runner.waitFor(mid, 10_000, ['a', 'b'])).toBe(true);
+      expect(await rows('a')).toEqual(range(1, 30));
+      expect(await rows('b')).toEqual(range(1, 30));
+      const st = runner.status().find((s) => s.name === 'stuck')!;
+      expect(st.position?.commit).not.toBe(mid.commit.toString());
+      // More than its queue holds arrived meanwhile: it left the shared feed.
+      expect(st.mode).toBe('catch-up');
+      expect(st.queued).toBe(0);
+      release();
+      const end = await append(31, 35);
+      expect(await runner.waitFor(end, 10_000)).toBe(true);
+      expect(await rows('stuck')).toEqual(range(1, 35));
+      expect(await rows('a')).toEqual(range(1, 35));
+      // Caught up, it is back on the feed; and the whole time the process held one subscription.
+      const more = await append(36, 37);
+      expect(await runner.waitFor(more, 10_000)).toBe(true);
+      expect(runner.status().map((s) => [s.name, s.state, s.mode])).toEqual([
+        ['a', 'running', 'live'],
+        ['b', 'running', 'live'],
+        ['stuck', 'running', 'live'],
+      ]);
+      expect(subscriptions).toBe(1);
+    } finally {
+      release();
+      await runner.stop();
+    }
+  });
+
+  it('a failed projection holds back none of the others', async () => {
+    const head = await store.headPosition();
+    for (const name of ['fine', 'broken'])
+      await database.db.query(
+        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
+        [name, head.commit.toString()],
+      );
+    const broken = recorder('broken', async (n) => {
+      if (n === 102) throw new TypeError('no such field');
+    });
+    const runner = createProjectionRunner(store, database.db, [recorder('fine'), broken], log, {
+      baseBackoffMs: 5,
+      poisonAttempts: 2,
+    });
+    await runner.start();
+    try {
+      const end = await append(101, 120);
+      expect(await runner.waitFor(end, 10_000, ['fine'])).toBe(true);
+      expect(await rows('fine')).toEqual(expect.arrayContaining(range(101, 120)));
+      expect(runner.status().find((s) => s.name === 'broken')!.state).toBe('failed');
+      expect(await runner.waitFor(end, 1000)).toBe(false);
+      expect((await rows('broken')).filter((n) => n > 100)).toEqual([101]);
+    } finally {
+      await runner.stop();
+    }
+  });
+});
+
 describe('projection runner with two instances of the service', () => {
   it('applies each event once when two runners run the same projection on one database', async () => {
     const database = await testDatabase();
