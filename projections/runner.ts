@@ -211,9 +211,12 @@ export function createProjectionRunner(
       onError: (err) => {
         if (stopping) return;
         log.warn('shared subscription lost; resubscribing', { error: message(err), attempt });
-        setTimeout(() => {
-          if (!stopping) subscribeFeed(attempt + 1);
-        }, backoff(attempt, maxResubscribeBackoffMs));
+        setTimeout(
+          () => {
+            if (!stopping) subscribeFeed(attempt + 1);
+          },
+          backoff(attempt, maxResubscribeBackoffMs),
+        );
       },
     });
   };
