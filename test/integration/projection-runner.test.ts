@@ -137,12 +137,18 @@ describe('projection runner: one subscription per process, fanned out', () => {
     await database.drop();
   });
 
+  /**
+   * `before` runs as the projection's reaction, outside its transaction, like a process manager waiting
+   * on a slow mail server (inside it, PGlite's one connection would wait with it).
+   */
   const recorder = (name: string, before?: (n: number) => Promise<void>): Projection => ({
     name,
     handles: ['Numbered'],
+    async react(e) {
+      await before?.((e.data as { n: number }).n);
+    },
     async apply(tx, e) {
       const n = (e.data as { n: number }).n;
-      await before?.(n);
       await tx.query('INSERT INTO seen (projection, n) VALUES ($1, $2)', [name, n]);
     },
   });
