@@ -13,6 +13,7 @@ import { coachClientsProjection } from './coachClients';
 import { reviewsProjection } from './reviews';
 import { completedSessionsProjection } from './completedSessions';
 import { videosProjection } from './videos';
+import { profileMediaProjection } from './profileMedia';
 import { emailProcess } from './emailProcess';
 import { notificationProcess } from './notificationProcess';
 import { notificationsProjection } from './notifications';
@@ -41,6 +42,7 @@ export const allProjections = (ctx: {
   sessionsProjection,
   bookingProcess(ctx.store, ctx.clock),
   videosProjection,
+  profileMediaProjection,
   notificationsProjection,
   notificationProcess(ctx.store),
   emailProcess(ctx),

@@ -27,6 +27,9 @@ export const userProfilesProjection: Projection = {
         );
         return;
       }
+      case 'ProfileMediaAdded':
+      case 'ProfileMediaRemoved':
+        return; // read model profile_media (projections/profileMedia.ts)
       default:
         assertNever(event);
     }

@@ -1,12 +1,17 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider } from '../../src/decider';
 import { blobUrl } from '../../src/storage/types';
-import type { ProfileMediaChanged, UserEvent, UserProfile } from './events';
+import type { GalleryItem, ProfileMediaChanged, UserEvent, UserProfile } from './events';
+
+/** Pictures and certificates a user keeps on the profile, each kind. */
+export const GALLERY_LIMIT = 20;
 
 export interface UserState {
   profile: UserProfile | null;
   /** The last profile media upload (kept apart too, as a profile may not exist yet when it happens). */
   media?: Omit<ProfileMediaChanged['data'], 'userId' | 'replacedKeys' | 'at'>;
+  /** Pictures and certificates, in upload order. */
+  gallery: GalleryItem[];
 }
 
 export type UserCommand =
@@ -24,7 +29,9 @@ export type UserCommand =
       mediaKey: string;
       previewKey: string | null;
       now: string;
-    };
+    }
+  | { type: 'AddProfileMedia'; userId: string; item: GalleryItem }
+  | { type: 'RemoveProfileMedia'; userId: string; mediaId: string; now: string };
 
 /** A new profile must at least say who it is and how to reach them. */
 export const REQUIRED_ON_CREATE = ['firstName', 'lastName', 'email', 'type'] as const;
@@ -53,7 +60,7 @@ export const DEFAULT_PROFILE: Omit<UserProfile, (typeof REQUIRED_ON_CREATE)[numb
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
-  initialState: () => ({ profile: null }),
+  initialState: () => ({ profile: null, gallery: [] }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -63,10 +70,15 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
         const { userId: _u, replacedKeys: _r, at: _a, ...media } = event.data;
         const { mediaType, mediaUrl, mediaPreviewUrl } = media;
         return {
+          ...state,
           media,
           profile: state.profile && { ...state.profile, mediaType, mediaUrl, mediaPreviewUrl },
         };
       }
+      case 'ProfileMediaAdded':
+        return { ...state, gallery: [...state.gallery, event.data.item] };
+      case 'ProfileMediaRemoved':
+        return { ...state, gallery: state.gallery.filter((i) => i.mediaId !== event.data.mediaId) };
       default:
         return assertNever(event);
     }
@@ -116,6 +128,31 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
               mediaUrl: blobUrl(command.mediaKey),
               mediaPreviewUrl: command.previewKey ? blobUrl(command.previewKey) : '',
               replacedKeys,
+              at: command.now,
+            },
+          },
+        ]);
+      }
+      case 'AddProfileMedia': {
+        const { item } = command;
+        if (state.gallery.filter((i) => i.kind === item.kind).length >= GALLERY_LIMIT)
+          return left({
+            code: 'media_limit_reached',
+            message: `a profile keeps at most ${GALLERY_LIMIT} items of kind ${item.kind}`,
+          });
+        return right([{ type: 'ProfileMediaAdded', data: { userId: command.userId, item } }]);
+      }
+      case 'RemoveProfileMedia': {
+        const item = state.gallery.find((i) => i.mediaId === command.mediaId);
+        if (!item) return left({ code: 'media_not_found', message: 'no such image or certificate of yours' });
+        return right([
+          {
+            type: 'ProfileMediaRemoved',
+            data: {
+              userId: command.userId,
+              mediaId: item.mediaId,
+              kind: item.kind,
+              removedKeys: [item.key, ...(item.previewKey ? [item.previewKey] : [])],
               at: command.now,
             },
           },

@@ -64,6 +64,32 @@ export type ProfileMediaChanged = DomainEvent<
   }
 >;
 
-export type UserEvent = UserProfileUpserted | ProfileMediaChanged;
+/** What a profile image or certificate is (endpoint 14 with `kind` `image` or `certificate`). */
+export type GalleryKind = 'image' | 'certificate';
+
+/** One picture or certificate shown on the user's profile (the public coach profile's images/certificates). */
+export interface GalleryItem {
+  mediaId: string;
+  kind: GalleryKind;
+  key: string;
+  previewKey: string | null;
+  title: string;
+  description: string;
+  contentType: string;
+  originFilename: string;
+  filesize: number;
+  addedAt: string;
+}
+
+/** The user added a picture or a certificate to the profile (kept beside the single profile media). */
+export type ProfileMediaAdded = DomainEvent<'ProfileMediaAdded', { userId: string; item: GalleryItem }>;
+
+/** The user removed one; `removedKeys` are its blobs, deleted after the event is stored. */
+export type ProfileMediaRemoved = DomainEvent<
+  'ProfileMediaRemoved',
+  { userId: string; mediaId: string; kind: GalleryKind; removedKeys: string[]; at: string }
+>;
+
+export type UserEvent = UserProfileUpserted | ProfileMediaChanged | ProfileMediaAdded | ProfileMediaRemoved;
 
 export const profileStream = (userId: string) => `profile-${userId}`;
