@@ -17,6 +17,7 @@ import { profileMediaProjection } from './profileMedia';
 import { emailProcess } from './emailProcess';
 import { notificationProcess } from './notificationProcess';
 import { notificationsProjection } from './notifications';
+import { webhookProcess } from './webhookProcess';
 import type { Database } from '../src/db/database';
 import type { Logger } from '../src/log';
 import type { Mailer } from '../src/mail/mailer';
@@ -28,6 +29,8 @@ export const allProjections = (ctx: {
   db: Database;
   mailer: Mailer;
   log: Logger;
+  /** Wakes this process's webhook dispatcher when deliveries were queued. */
+  onWebhookQueued?: () => void;
 }): Projection[] => [
   addressesProjection,
   userProfilesProjection,
@@ -46,4 +49,5 @@ export const allProjections = (ctx: {
   notificationsProjection,
   notificationProcess(ctx.store),
   emailProcess(ctx),
+  webhookProcess({ store: ctx.store, db: ctx.db, onQueued: ctx.onWebhookQueued }),
 ];

@@ -5,6 +5,7 @@ import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, boundedString, decode, paging } from '../src/http/validation';
 import type { NotificationOut } from '../src/resources/notification';
+import { deliveriesOfNotification } from './webhooks';
 
 interface Row {
   id: string;
@@ -84,7 +85,7 @@ export function notificationQueries(deps: AppDeps): Router {
     const row = (await deps.db.query<Row>(`${SELECT} WHERE id = $1`, [notification_id.toLowerCase()]))
       .rows[0];
     if (!row) throw notFound('notification_not_found', 'no such notification');
-    ctx.body = adminOut(row);
+    ctx.body = { ...adminOut(row), webhookDeliveries: await deliveriesOfNotification(deps.db, row.id) };
   });
 
   // 31. Counts (admin): all, unread, delivered, and the same per type.

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import path from 'node:path';
 import type { ServerTimeouts } from './http/server';
 
@@ -28,6 +29,12 @@ export interface Config {
   maxUploadBytes: number;
   /** Bearer token a Prometheus scraper may use for `GET /metrics` instead of an admin JWT. */
   metricsToken?: string;
+  /**
+   * Outbound webhooks: `signingKey` derives each channel's signing secret (so no secret is stored; null:
+   * webhooks are not configured and refused);
+   * `allowLoopback` lets channels name http:// and loopback/private addresses (tests, local development).
+   */
+  webhooks: { signingKey: string | null; usingDevKey: boolean; allowLoopback: boolean };
 }
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me';
@@ -77,6 +84,30 @@ const positiveInt = (env: NodeJS.ProcessEnv, name: string, fallback: number) => 
   if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a whole number, got ${raw}`);
   return n;
 };
+export const DEV_WEBHOOK_KEY = 'dev-only-webhook-key-change-me';
+
+/**
+ * The key webhook secrets are derived from: WEBHOOK_SIGNING_KEY; unset, in production, one derived from
+ * JWT_SECRET (never the JWT secret itself), or none (webhook channels are then refused) when tokens are
+ * checked with a public key only; unset outside production, a development key (with a warning).
+ */
+function webhookConfig(env: NodeJS.ProcessEnv): Config['webhooks'] {
+  const production = env.NODE_ENV === 'production';
+  const allowLoopback = env.WEBHOOK_ALLOW_LOOPBACK === 'true';
+  if (production && allowLoopback)
+    throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK=true is for tests and development, not production');
+  const given = env.WEBHOOK_SIGNING_KEY;
+  if (given) {
+    if (production && (Buffer.byteLength(given) < 32 || given === DEV_WEBHOOK_KEY))
+      throw new ConfigError('WEBHOOK_SIGNING_KEY must be a random value of at least 32 bytes in production');
+    return { signingKey: given, usingDevKey: false, allowLoopback };
+  }
+  if (!production) return { signingKey: DEV_WEBHOOK_KEY, usingDevKey: true, allowLoopback };
+  const derived = env.JWT_SECRET
+    ? createHmac('sha256', env.JWT_SECRET).update('webhook-signing-key').digest('hex')
+    : null;
+  return { signingKey: derived, usingDevKey: false, allowLoopback };
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
@@ -112,5 +143,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
     maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),
     metricsToken: env.METRICS_TOKEN || undefined,
+    webhooks: webhookConfig(env),
   };
 }

@@ -14,6 +14,12 @@ async function main() {
         'Never run like this in production. Mint a token with: npm run token -- <user-uuid> client',
     );
   }
+  if (config.webhooks.usingDevKey) {
+    log.warn(
+      'WEBHOOK_SIGNING_KEY is not set: webhook signing secrets are derived from a development key. ' +
+        'Set it (e.g. openssl rand -hex 32) before registering webhooks in production.',
+    );
+  }
   const system = await createSystem(config);
   const server = createHttpServer(system.app, config.http);
   server.listen(config.port, () =>

@@ -20,6 +20,7 @@ import { profileMediaCommands } from '../commands/users/media';
 import { notificationCommands } from '../commands/notifications/routes';
 import { notificationQueries } from '../queries/notifications';
 import { emailCommands } from '../commands/email/routes';
+import { webhookQueries } from '../queries/webhooks';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
@@ -45,4 +46,5 @@ export const routers = (deps: AppDeps): Router[] => [
   notificationCommands(deps),
   notificationQueries(deps),
   emailCommands(deps),
+  webhookQueries(deps),
 ];

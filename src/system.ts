@@ -19,6 +19,7 @@ import { openBlobStore } from './storage';
 import { createMailer } from './mail/mailer';
 import { createMailRetry } from './mailRetry';
 import { createMetrics } from './metrics';
+import { createWebhookDispatcher } from './webhooks/dispatcher';
 
 export interface System {
   deps: AppDeps;
@@ -28,6 +29,8 @@ export interface System {
   sweepExpiredPayments(): Promise<number>;
   /** Sends the deferred e-mails due at `now` (default the clock's); the retry loop does this every 30 s. */
   retryDeferredEmails(now?: Date): Promise<number>;
+  /** Sends the webhook deliveries due now (the dispatcher also runs every second and when woken). */
+  deliverWebhooks(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -66,7 +69,13 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   const store = metrics.instrumentStore(rawStore);
   const clock = overrides.clock ?? (() => new Date());
   const mailer = metrics.instrumentMailer(createMailer(config));
-  const runner = createProjectionRunner(store, db, allProjections({ store, clock, db, mailer, log }), log);
+  const webhooks = createWebhookDispatcher({ db, clock, log, config });
+  const runner = createProjectionRunner(
+    store,
+    db,
+    allProjections({ store, clock, db, mailer, log, onWebhookQueued: () => webhooks.kick() }),
+    log,
+  );
   metrics.watchProjections(store, runner);
   await runner.start();
   const deps: AppDeps = {
@@ -85,15 +94,18 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   expirySweeper.start();
   const mailRetry = createMailRetry(deps);
   mailRetry.start();
+  webhooks.start();
   return {
     deps,
     app: createApp(deps),
     runner,
     sweepExpiredPayments: () => expirySweeper.sweep(),
     retryDeferredEmails: (now?: Date) => mailRetry.retryDue(now),
+    deliverWebhooks: () => webhooks.deliverDue(),
     async close() {
       await expirySweeper.stop();
       await mailRetry.stop();
+      await webhooks.stop();
       await runner.stop();
       mailer.close();
       if (!overrides.store) await store.close();

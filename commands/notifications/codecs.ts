@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, refine, strict } from '../../src/http/validation';
+import { webhookUrlProblem } from '../../src/webhooks/target';
 
 const Ids = refine(
   t.array(Uuid),
@@ -21,15 +22,13 @@ export const ChannelBody = strict(
   'NotificationChannel',
 );
 
-export function channelAddressProblem(type: 'email' | 'push' | 'webhook', address: string): string | null {
+/** `allowLoopback`: WEBHOOK_ALLOW_LOOPBACK (http:// and private addresses for tests and development). */
+export function channelAddressProblem(
+  type: 'email' | 'push' | 'webhook',
+  address: string,
+  allowLoopback = false,
+): string | null {
   if (type === 'email') return EMAIL_RE.test(address) ? null : 'Input should be an e-mail address';
-  if (type === 'webhook') {
-    try {
-      const u = new URL(address);
-      return u.protocol === 'https:' ? null : 'Input should be an https URL';
-    } catch {
-      return 'Input should be an https URL';
-    }
-  }
+  if (type === 'webhook') return webhookUrlProblem(address, allowLoopback);
   return /^\S+$/.test(address) ? null : 'Input should be a push token without spaces';
 }

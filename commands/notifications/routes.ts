@@ -2,11 +2,12 @@ import Router from '@koa/router';
 import type { AppDeps } from '../../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { ValidationError } from '../../src/http/errors';
+import { HttpError, ValidationError } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { toNotificationOut } from '../../src/resources/notification';
 import { ChannelBody, MarkReadBody, NotificationEventBody, channelAddressProblem } from './codecs';
+import { channelSecret } from '../../src/webhooks/signing';
 import { inbox } from './decider';
 import { notificationStream } from './events';
 
@@ -55,10 +56,17 @@ export function notificationCommands(deps: AppDeps): Router {
   router.post('/api/v1/notification/channel', authenticated(), idempotent(deps.db), async (ctx) => {
     const body = decode(ChannelBody, ctx.request.body, 'body');
     const address = body.type === 'email' ? body.address.trim().toLowerCase() : body.address.trim();
-    const problem = channelAddressProblem(body.type, address);
+    const problem = channelAddressProblem(body.type, address, deps.config.webhooks.allowLoopback);
     if (problem) throw new ValidationError([{ loc: ['body', 'address'], msg: problem, type: 'value_error' }]);
+    const signingKey = deps.config.webhooks.signingKey;
+    if (body.type === 'webhook' && signingKey === null)
+      throw new HttpError(
+        503,
+        'webhooks_not_configured',
+        'webhooks need WEBHOOK_SIGNING_KEY (or JWT_SECRET) on the server',
+      );
     const { userId } = currentPrincipal(ctx);
-    const { state } = await runCommand(
+    const { state, events } = await runCommand(
       deps,
       ctx,
       notificationStream(userId),
@@ -74,7 +82,18 @@ export function notificationCommands(deps: AppDeps): Router {
       [],
     );
     const channel = state.channels.find((c) => c.type === body.type && c.address === address)!;
-    ctx.body = { id: channel.id, type: channel.type, address: channel.address, createdAt: channel.createdAt };
+    // A new webhook's signing secret is shown here, once; registering the same URL again does not repeat it.
+    const secret =
+      channel.type === 'webhook' && events.length && signingKey !== null
+        ? { secret: channelSecret(signingKey, channel.id) }
+        : {};
+    ctx.body = {
+      id: channel.id,
+      type: channel.type,
+      address: channel.address,
+      createdAt: channel.createdAt,
+      ...secret,
+    };
   });
 
   // 28. Checks the mail transport: SMTP connects and authenticates, or the outbox directory is writable.

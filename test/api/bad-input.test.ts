@@ -327,6 +327,9 @@ beforeAll(async () => {
       query: { ...PAGING, user: ['x', '%00'], type: ['', 'x'.repeat(101)] },
     },
     'POST /api/v1/notification/private/email/:user_id/verification': { valid: { code: '1', link: 'l' } },
+    'GET /manage/admin/webhook-deliveries': {
+      query: { ...PAGING, user: ['x', '%00'], status: ['', 'sent', 'x'.repeat(101)] },
+    },
   };
   for (const tpl of [
     'session/:group_id/booking',

@@ -1,6 +1,6 @@
 import type { Migration } from './migration';
 
-/** Notifications read model and the claims that make e-mail sending idempotent. */
+/** Notifications read model, the claims that make e-mail sending idempotent, and webhook deliveries. */
 export const notificationMigrations: Migration[] = [
   {
     version: 40,
@@ -49,6 +49,40 @@ ALTER TABLE sent_emails ADD COLUMN attempts integer NOT NULL DEFAULT 0;
 ALTER TABLE sent_emails ADD COLUMN next_attempt_at timestamptz;
 ALTER TABLE sent_emails ADD COLUMN message jsonb;
 CREATE INDEX sent_emails_deferred ON sent_emails (next_attempt_at) WHERE status = 'deferred';
+`,
+  },
+  {
+    version: 43,
+    name: 'webhook deliveries and their attempts',
+    sql: `
+CREATE TABLE webhook_deliveries (
+  id uuid PRIMARY KEY,
+  notification_id uuid NOT NULL,
+  channel_id uuid NOT NULL,
+  user_id uuid NOT NULL,
+  url text NOT NULL,
+  payload text NOT NULL,
+  status text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz,
+  claimed_at timestamptz,
+  last_status_code integer,
+  last_error text,
+  delivered_at timestamptz,
+  created_at timestamptz NOT NULL,
+  UNIQUE (notification_id, channel_id)
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_user ON webhook_deliveries (user_id, created_at DESC);
+CREATE TABLE webhook_attempts (
+  delivery_id uuid NOT NULL,
+  attempt integer NOT NULL,
+  at timestamptz NOT NULL,
+  status_code integer,
+  error text,
+  duration_ms integer NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+);
 `,
   },
 ];

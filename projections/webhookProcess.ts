@@ -1,0 +1,88 @@
+import type { NotificationChannelRegistered, NotificationFields } from '../commands/notifications/events';
+import { notificationStream } from '../commands/notifications/events';
+import { uuidFrom } from '../commands/notifications/sessionNotices';
+import type { Database } from '../src/db/database';
+import type { EventStore } from '../src/eventstore/types';
+import type { Projection } from './runner';
+
+/** What a webhook receives for each new notification of its user (the body is fixed when queued). */
+export interface WebhookPayload {
+  /** The delivery id: the same on every attempt, so a receiver can drop a repeat. */
+  id: string;
+  type: 'notification.created';
+  createdAt: string;
+  data: {
+    notification: {
+      id: string;
+      type: string;
+      contentType: string;
+      contentId: string;
+      message: string;
+      unread: boolean;
+      createdAt: string;
+    };
+  };
+}
+
+/**
+ * Process manager of webhooks: each `NotificationCreated` is queued once for every webhook channel its user
+ * had registered before it (decided from the user's `notifications-<userId>` stream, so a replay queues the
+ * same set). The delivery row is keyed by (notification, channel) and inserted with ON CONFLICT DO NOTHING:
+ * a replay or a second instance queues nothing twice. Sending is `src/webhooks/dispatcher.ts`'s job, so a
+ * slow receiver never holds back the log.
+ */
+export function webhookProcess(deps: {
+  store: EventStore;
+  db: Database;
+  /** Called after something was queued (wakes the dispatcher of this process at once). */
+  onQueued?: () => void;
+}): Projection {
+  return {
+    name: 'webhook-process',
+    handles: ['NotificationCreated'],
+    async react(recorded) {
+      const n = recorded.data as NotificationFields;
+      const { events } = await deps.store.readStream(notificationStream(n.userId));
+      const hooks = events
+        .filter((e) => e.revision < recorded.revision && e.type === 'NotificationChannelRegistered')
+        .map((e) => e.data as NotificationChannelRegistered['data'])
+        .filter((c) => c.type === 'webhook');
+      let queued = 0;
+      for (const channel of hooks) {
+        const id = uuidFrom('webhook', n.notificationId, channel.channelId);
+        const payload: WebhookPayload = {
+          id,
+          type: 'notification.created',
+          createdAt: n.createdAt,
+          data: {
+            notification: {
+              id: n.notificationId,
+              type: n.type,
+              contentType: n.contentType,
+              contentId: n.contentId,
+              message: n.message,
+              unread: true,
+              createdAt: n.createdAt,
+            },
+          },
+        };
+        const res = await deps.db.query(
+          `INSERT INTO webhook_deliveries (id, notification_id, channel_id, user_id, url, payload, status, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7)
+           ON CONFLICT (notification_id, channel_id) DO NOTHING`,
+          [
+            id,
+            n.notificationId,
+            channel.channelId,
+            n.userId,
+            channel.address,
+            JSON.stringify(payload),
+            n.createdAt,
+          ],
+        );
+        queued += res.rowCount ?? 0;
+      }
+      if (queued) deps.onQueued?.();
+    },
+  };
+}

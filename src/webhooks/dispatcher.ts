@@ -1,0 +1,171 @@
+import type { Config } from '../config';
+import type { Database } from '../db/database';
+import type { Logger } from '../log';
+import { SIGNATURE_HEADER, channelSecret, signatureHeader } from './signing';
+import { WebhookTargetError, postWebhook } from './target';
+
+/** Attempts per delivery before it is given up (`failed`). */
+export const MAX_WEBHOOK_ATTEMPTS = 10;
+/** Wait before attempt n + 1: 30 s, 1, 2, 4 … minutes, at most an hour (ten attempts span about 2.5 h). */
+export const webhookRetryDelayMs = (attempts: number) => Math.min(30_000 * 2 ** (attempts - 1), 3_600_000);
+/** A claim left `sending` this long belongs to a process that died mid-send; it may be taken over. */
+const STALE_CLAIM_MS = 120_000;
+const TIMEOUT_MS = 10_000;
+const BATCH = 20;
+
+export interface WebhookDispatcher {
+  /** Sends the deliveries due at `now` (default the clock's); resolves to how many were delivered. */
+  deliverDue(now?: Date): Promise<number>;
+  /** Runs a pass soon (the process manager queued something). */
+  kick(): void;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+interface Due {
+  id: string;
+  channel_id: string;
+  url: string;
+  payload: string;
+  attempts: number;
+}
+
+/**
+ * Sends queued webhook deliveries: each row is claimed (pending -> sending) before it is sent, so two
+ * instances never send it at once, then recorded `delivered`, rescheduled with backoff, or `failed`; every
+ * attempt is logged in `webhook_attempts`. The schedule lives in the table, so a restart loses nothing.
+ * A crash between the receiver's answer and the record leaves the claim `sending`; it is taken over after
+ * two minutes and sent again with the same delivery id (`X-Coaching-Delivery`), which the receiver uses to
+ * drop the repeat. That is the one case of a second send.
+ */
+export function createWebhookDispatcher(
+  deps: { db: Database; clock: () => Date; log: Logger; config: Pick<Config, 'webhooks'> },
+  intervalMs = 1000,
+): WebhookDispatcher {
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<number> | null = null;
+  let again = false;
+  let stopped = false;
+
+  const attempt = async (row: Due, now: Date, signingKey: string): Promise<boolean> => {
+    const n = row.attempts + 1;
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const secret = channelSecret(signingKey, row.channel_id);
+    const started = Date.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    let permanent = false;
+    try {
+      ({ status } = await postWebhook(
+        row.url,
+        row.payload,
+        {
+          'content-type': 'application/json',
+          'user-agent': 'coaching-webhooks/1',
+          'x-coaching-delivery': row.id,
+          'x-coaching-event': 'notification.created',
+          [SIGNATURE_HEADER.toLowerCase()]: signatureHeader(secret, timestamp, row.payload),
+        },
+        { allowLoopback: deps.config.webhooks.allowLoopback, timeoutMs: TIMEOUT_MS },
+      ));
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+      permanent = err instanceof WebhookTargetError; // the address policy will refuse it every time
+    }
+    const ok = status !== null && status >= 200 && status < 300;
+    if (!ok && !error) error = `answered ${status}`;
+    const giveUp = !ok && (permanent || n >= MAX_WEBHOOK_ATTEMPTS);
+    await deps.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+        [row.id, n, now.toISOString(), status, error?.slice(0, 1000) ?? null, Date.now() - started],
+      );
+      await tx.query(
+        `UPDATE webhook_deliveries SET attempts = $2, last_status_code = $3, last_error = $4, claimed_at = NULL,
+           status = $5, delivered_at = $6, next_attempt_at = $7
+         WHERE id = $1`,
+        [
+          row.id,
+          n,
+          status,
+          error?.slice(0, 1000) ?? null,
+          ok ? 'delivered' : giveUp ? 'failed' : 'pending',
+          ok ? now.toISOString() : null,
+          ok || giveUp ? null : new Date(now.getTime() + webhookRetryDelayMs(n)).toISOString(),
+        ],
+      );
+    });
+    if (!ok)
+      deps.log[giveUp ? 'error' : 'warn'](
+        giveUp ? 'webhook delivery given up' : 'webhook delivery deferred',
+        {
+          deliveryId: row.id,
+          attempt: n,
+          error,
+        },
+      );
+    return ok;
+  };
+
+  const pass = async (now: Date): Promise<number> => {
+    const signingKey = deps.config.webhooks.signingKey;
+    if (signingKey === null) return 0; // no key: nothing can be signed (see src/config.ts)
+    const due = await deps.db.query<Due>(
+      `UPDATE webhook_deliveries SET status = 'sending', claimed_at = $1
+       WHERE id IN (
+         SELECT id FROM webhook_deliveries
+         WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
+            OR (status = 'sending' AND claimed_at < $2)
+         ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${BATCH})
+         AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
+            OR (status = 'sending' AND claimed_at < $2))
+       RETURNING id, channel_id, url, payload, attempts`,
+      [now.toISOString(), new Date(now.getTime() - STALE_CLAIM_MS).toISOString()],
+    );
+    const results = await Promise.all(due.rows.map((row) => attempt(row, now, signingKey)));
+    return results.filter(Boolean).length;
+  };
+
+  const deliverDue = (now?: Date): Promise<number> => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let delivered = 0;
+      do {
+        again = false;
+        delivered += await pass(now ?? deps.clock());
+      } while (again && !stopped);
+      return delivered;
+    })().finally(() => {
+      running = null;
+    });
+    return running;
+  };
+
+  const background = () => {
+    deliverDue().catch((err: unknown) =>
+      deps.log.warn('webhook pass failed', { error: err instanceof Error ? err.message : String(err) }),
+    );
+  };
+
+  return {
+    deliverDue,
+    kick() {
+      if (!stopped) setImmediate(background);
+    },
+    start() {
+      stopped = false;
+      timer = setInterval(background, intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      timer = null;
+      await running?.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+
+/**
+ * Where a webhook may point. Users choose the URL and the service makes the request, so without a rule a
+ * user could make us POST into our own network (SSRF). The rule: https only, to public addresses only,
+ * checked at registration for literal IPs and at every delivery against what the name resolves to (the
+ * connection uses exactly the checked address, so a DNS answer that changes in between cannot slip
+ * through). `allowLoopback` (WEBHOOK_ALLOW_LOOPBACK, tests and local development) also admits http:// and
+ * loopback/private addresses.
+ */
+// Two lists: a BlockList also matches IPv4 addresses against IPv4-mapped IPv6 rules.
+const PRIVATE_V4 = new net.BlockList();
+const PRIVATE_V6 = new net.BlockList();
+for (const [addr, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 3],
+] as const)
+  PRIVATE_V4.addSubnet(addr, bits, 'ipv4');
+for (const [addr, bits] of [
+  ['::', 127], // :: and ::1
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['::ffff:0:0', 96], // IPv4-mapped in hex form; the dotted form is checked as the IPv4 address
+] as const)
+  PRIVATE_V6.addSubnet(addr, bits, 'ipv6');
+
+export function isPublicAddress(address: string): boolean {
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (mapped) return !PRIVATE_V4.check(mapped, 'ipv4');
+  return family === 4 ? !PRIVATE_V4.check(address, 'ipv4') : !PRIVATE_V6.check(address, 'ipv6');
+}
+
+/** Why `url` cannot be a webhook, or null when it can (the registration's check). */
+export function webhookUrlProblem(url: string, allowLoopback: boolean): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'Input should be an https URL';
+  }
+  if (u.protocol !== 'https:' && !(allowLoopback && u.protocol === 'http:'))
+    return 'Input should be an https URL';
+  if (u.username || u.password) return 'The URL must not carry credentials';
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (!allowLoopback && (host === 'localhost' || (net.isIP(host) && !isPublicAddress(host))))
+    return 'The URL must point to a public address';
+  return null;
+}
+
+export class WebhookTargetError extends Error {
+  override name = 'WebhookTargetError';
+}
+
+/** The answer of one delivery attempt. */
+export interface PostResult {
+  status: number;
+}
+
+/**
+ * POSTs `body` to `url` with `headers`, within `timeoutMs`, reading at most a little of the answer (the
+ * status is all that counts). Rejects on network errors, timeouts and addresses the policy refuses.
+ */
+export function postWebhook(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  opts: { allowLoopback: boolean; timeoutMs: number },
+): Promise<PostResult> {
+  const problem = webhookUrlProblem(url, opts.allowLoopback);
+  if (problem) return Promise.reject(new WebhookTargetError(problem));
+  const u = new URL(url);
+  const lookup: net.LookupFunction = (hostname, options, callback) =>
+    dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
+      if (err) return callback(err, '', 0);
+      if (!opts.allowLoopback && !isPublicAddress(address as string))
+        return callback(new WebhookTargetError(`${hostname} resolves to a non-public address`), '', 0);
+      callback(null, address as string, family);
+    });
+  const client = u.protocol === 'https:' ? https : http;
+  return new Promise<PostResult>((resolve, reject) => {
+    const req = client.request(
+      u,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
+        lookup,
+        timeout: opts.timeoutMs,
+        agent: false,
+      },
+      (res) => {
+        res.resume(); // the body is not needed; drain it so the socket closes
+        res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}

@@ -1,0 +1,256 @@
+import { randomUUID } from 'node:crypto';
+import { createProjectionRunner } from '../../projections/runner';
+import { webhookProcess } from '../../projections/webhookProcess';
+import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
+import { eventually, marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+import { startWebhookReceiver } from '../support/webhookReceiver';
+
+let now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  t = await startTestSystem({ clock: () => now, env: { WEBHOOK_ALLOW_LOOPBACK: 'true' } });
+  m = marketplace(t);
+});
+afterAll(async () => {
+  await t.close();
+  await receiver.close();
+});
+
+const nowSec = () => Math.floor(now.getTime() / 1000);
+const silence = () => new Promise((r) => setTimeout(r, 300));
+
+async function registerHook(token: string, path: string) {
+  const res = await t.request('POST', '/api/v1/notification/channel', {
+    token,
+    body: { type: 'webhook', address: receiver.url(path) },
+  });
+  expect(res.status).toBe(200);
+  return res.body as { id: string; secret?: string };
+}
+
+async function book(client: { token: string }, slot = '2026-12-02T10:00:00') {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach);
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: [slot] },
+  });
+  expect(res.status).toBe(200);
+  return { coach, session: res.body[0] as { id: string; groupId: string } };
+}
+
+const hooksAt = (path: string, n: number) =>
+  eventually(
+    async () => receiver.at(path),
+    (l) => l.length >= n,
+    8000,
+  );
+
+describe('webhook channels (27)', () => {
+  it('registers a webhook once, showing its signing secret only in the first answer', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    const first = await registerHook(client.token, path);
+    expect(first).toEqual({
+      id: expect.any(String),
+      type: 'webhook',
+      address: receiver.url(path),
+      createdAt: now.toISOString(),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+    });
+    const again = await registerHook(client.token, path);
+    expect(again).toEqual({ ...first, secret: undefined });
+    expect('secret' in again).toBe(false);
+    const other = await registerHook(client.token, `${path}/other`);
+    expect(other.secret).not.toBe(first.secret);
+    const bad = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: 'ftp://127.0.0.1/x' },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0].loc).toEqual(['body', 'address']);
+  });
+
+  it("POSTs each new notification of the user, signed with the channel's secret, once, even after a replay", async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    const { secret } = await registerHook(client.token, path);
+    const { coach } = await book(client);
+
+    const [hook] = await hooksAt(path, 1);
+    const notifications = (await t.request('GET', '/api/v1/notifications', { token: client.token })).body;
+    expect(notifications).toHaveLength(1);
+    const body = JSON.parse(hook!.body);
+    expect(body).toEqual({
+      id: expect.any(String),
+      type: 'notification.created',
+      createdAt: notifications[0].createdAt,
+      data: { notification: { ...notifications[0], unread: true } },
+    });
+    expect(hook!.headers['content-type']).toBe('application/json');
+    expect(hook!.headers['x-coaching-delivery']).toBe(body.id);
+    expect(hook!.headers['x-coaching-event']).toBe('notification.created');
+    const signature = hook!.headers[SIGNATURE_HEADER.toLowerCase()] as string;
+    expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifySignature(secret!, signature, hook!.body, nowSec())).toBe(true);
+    // A receiver that checks the signature refuses a changed body, another secret and an old timestamp.
+    expect(verifySignature(secret!, signature, hook!.body.replace('notification', 'x'), nowSec())).toBe(
+      false,
+    );
+    expect(verifySignature(`${secret!}x`, signature, hook!.body, nowSec())).toBe(false);
+    expect(verifySignature(secret!, signature, hook!.body, nowSec() + 3600)).toBe(false);
+
+    // The coach had no webhook: the coach's notification went nowhere but the inbox.
+    const coachInbox = await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body,
+      (l) => l.length === 1,
+    );
+    expect(coachInbox).toHaveLength(1);
+
+    // A second webhook process manager reading the whole log again queues nothing new, and nothing is sent.
+    const { store, db, log } = t.system.deps;
+    const replay = { ...webhookProcess({ store, db }), name: `webhook-replay-${randomUUID()}` };
+    const runner = createProjectionRunner(store, db, [replay], log);
+    await runner.start();
+    expect(await runner.waitFor(await store.headPosition(), 10_000)).toBe(true);
+    await runner.stop();
+    await t.system.deliverWebhooks();
+    await silence();
+    expect(receiver.at(path)).toHaveLength(1);
+    const rows = await db.query('SELECT status FROM webhook_deliveries WHERE notification_id = $1', [
+      notifications[0].id,
+    ]);
+    expect(rows.rows).toEqual([{ status: 'delivered' }]);
+  });
+
+  it('retries a failing receiver with backoff, same delivery id, and shows every attempt to admins', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    receiver.script(path, [500, 503]);
+    const { secret } = await registerHook(client.token, path);
+    await book(client);
+    await hooksAt(path, 1);
+    const notificationId = (await t.request('GET', '/api/v1/notifications', { token: client.token })).body[0]
+      .id as string;
+    const admin = m.admin();
+    const view = async () =>
+      (await t.request('GET', `/manage/admin/notifications/${notificationId}`, { token: admin })).body;
+    const afterFirst = await eventually(view, (v) => v.webhookDeliveries?.[0]?.attempts === 1);
+    expect(afterFirst.webhookDeliveries[0]).toMatchObject({
+      status: 'pending',
+      lastStatusCode: 500,
+      nextAttemptAt: new Date(now.getTime() + 30_000).toISOString(),
+    });
+
+    // Not due yet: nothing is sent.
+    expect(await t.system.deliverWebhooks()).toBe(0);
+    expect(receiver.at(path)).toHaveLength(1);
+    now = new Date(now.getTime() + 30_000);
+    expect(await t.system.deliverWebhooks()).toBe(0); // 503
+    now = new Date(now.getTime() + 60_000);
+    expect(await t.system.deliverWebhooks()).toBe(1);
+    const hooks = receiver.at(path);
+    expect(hooks).toHaveLength(3);
+    expect(new Set(hooks.map((h) => h.headers['x-coaching-delivery'])).size).toBe(1);
+    expect(new Set(hooks.map((h) => h.body)).size).toBe(1);
+    for (const h of hooks)
+      expect(verifySignature(secret!, h.headers['x-coaching-signature'] as string, h.body, nowSec())).toBe(
+        true,
+      );
+
+    const delivered = (await view()).webhookDeliveries;
+    expect(delivered).toEqual([
+      expect.objectContaining({
+        notificationId,
+        url: receiver.url(path),
+        status: 'delivered',
+        attempts: 3,
+        lastStatusCode: 200,
+        nextAttemptAt: null,
+        deliveredAt: now.toISOString(),
+      }),
+    ]);
+    expect(delivered[0].log.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 503, 200]);
+    const list = await t.request('GET', `/manage/admin/webhook-deliveries?user=${client.id}`, {
+      token: admin,
+    });
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual(delivered);
+    expect((await t.request('GET', '/manage/admin/webhook-deliveries', { token: client.token })).status).toBe(
+      403,
+    );
+  });
+
+  it('gives up after ten attempts and records it as failed', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    receiver.script(path, Array(10).fill(500));
+    await registerHook(client.token, path);
+    await book(client);
+    await hooksAt(path, 1);
+    for (let i = 0; i < 12; i++) {
+      now = new Date(now.getTime() + 3_600_000);
+      await t.system.deliverWebhooks();
+    }
+    expect(receiver.at(path)).toHaveLength(10);
+    const rows = await t.system.deps.db.query<{ status: string; attempts: number }>(
+      'SELECT status, attempts FROM webhook_deliveries WHERE user_id = $1',
+      [client.id],
+    );
+    expect(rows.rows).toEqual([{ status: 'failed', attempts: 10 }]);
+  });
+
+  it('a claim left by a process that died mid-send is taken over after two minutes', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    receiver.script(path, [500]);
+    await registerHook(client.token, path);
+    await book(client);
+    await hooksAt(path, 1);
+    const { db } = t.system.deps;
+    await eventually(
+      async () =>
+        (await db.query('SELECT status FROM webhook_deliveries WHERE user_id = $1', [client.id])).rows,
+      (r) => r[0]?.status === 'pending',
+    );
+    // As if another instance claimed it for its second attempt and died before recording the outcome.
+    now = new Date(now.getTime() + 30_000);
+    await db.query(`UPDATE webhook_deliveries SET status = 'sending', claimed_at = $2 WHERE user_id = $1`, [
+      client.id,
+      now.toISOString(),
+    ]);
+    expect(await t.system.deliverWebhooks()).toBe(0);
+    now = new Date(now.getTime() + 60_000);
+    expect(await t.system.deliverWebhooks()).toBe(0);
+    expect(receiver.at(path)).toHaveLength(1);
+    now = new Date(now.getTime() + 61_000);
+    expect(await t.system.deliverWebhooks()).toBe(1);
+    expect(receiver.at(path)).toHaveLength(2);
+  });
+
+  it('sends only notifications created after the channel, and only the owner’s', async () => {
+    const client = await m.client();
+    const { coach, session } = await book(client);
+    const path = `/hooks/${randomUUID()}`;
+    await registerHook(client.token, path);
+    const stranger = await m.client();
+    await book(stranger, '2026-12-03T10:00:00');
+    await t.system.deliverWebhooks();
+    await silence();
+    expect(receiver.at(path)).toHaveLength(0);
+    // The coach approves: the client's new notification goes out.
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    const [hook] = await hooksAt(path, 1);
+    expect(JSON.parse(hook!.body).data.notification).toMatchObject({
+      type: 'session_approved',
+      contentId: session.id,
+    });
+  });
+});

@@ -1,0 +1,101 @@
+import os from 'node:os';
+import dns from 'node:dns/promises';
+import { ConfigError, DEV_WEBHOOK_KEY, loadConfig } from '../../src/config';
+import { channelSecret, signatureHeader, verifySignature } from '../../src/webhooks/signing';
+import { isPublicAddress, postWebhook, webhookUrlProblem } from '../../src/webhooks/target';
+
+describe('webhook URL policy', () => {
+  it('takes https URLs to public hosts, and nothing else unless loopback is allowed', () => {
+    expect(webhookUrlProblem('https://hooks.example.com/x?y=1', false)).toBeNull();
+    expect(webhookUrlProblem('https://93.184.216.34/x', false)).toBeNull();
+    for (const bad of [
+      'http://hooks.example.com/x',
+      'ftp://hooks.example.com/x',
+      'not a url',
+      'https://localhost/x',
+      'https://127.0.0.1/x',
+      'https://10.1.2.3/x',
+      'https://172.20.0.1/x',
+      'https://192.168.1.1/x',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[::1]/x',
+      'https://[fd00::1]/x',
+      'https://[::ffff:127.0.0.1]/x',
+      'https://user:pass@hooks.example.com/x',
+    ])
+      expect({ bad, problem: webhookUrlProblem(bad, false) }).toEqual({ bad, problem: expect.any(String) });
+    expect(webhookUrlProblem('http://127.0.0.1:8080/x', true)).toBeNull();
+    expect(webhookUrlProblem('ftp://127.0.0.1/x', true)).toEqual(expect.any(String));
+  });
+
+  it('tells public from loopback, private and link-local addresses', () => {
+    expect(isPublicAddress('8.8.8.8')).toBe(true);
+    expect(isPublicAddress('2606:4700::1111')).toBe(true);
+    for (const a of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      '::ffff:10.0.0.1',
+    ])
+      expect({ a, pub: isPublicAddress(a) }).toEqual({ a, pub: false });
+  });
+
+  it('refuses at delivery a host name that resolves to a non-public address', async () => {
+    // This machine's own name resolves to a loopback or private address on every host we run on.
+    const host = os.hostname();
+    const { address } = await dns.lookup(host);
+    expect(isPublicAddress(address)).toBe(false);
+    await expect(
+      postWebhook(`https://${host}:1/x`, '{}', {}, { allowLoopback: false, timeoutMs: 1000 }),
+    ).rejects.toThrow(/non-public address/);
+  });
+});
+
+describe('webhook signatures', () => {
+  it('derives a stable secret per channel and signs timestamp and body', () => {
+    const a = channelSecret('key', 'channel-a');
+    expect(a).toBe(channelSecret('key', 'channel-a'));
+    expect(a).not.toBe(channelSecret('key', 'channel-b'));
+    expect(a).not.toBe(channelSecret('other key', 'channel-a'));
+    const header = signatureHeader(a, 1_700_000_000, '{"x":1}');
+    expect(verifySignature(a, header, '{"x":1}', 1_700_000_010)).toBe(true);
+    expect(verifySignature(a, header, '{"x":2}', 1_700_000_010)).toBe(false);
+    expect(verifySignature(a, header, '{"x":1}', 1_700_000_400)).toBe(false);
+    expect(verifySignature(a, 't=1700000000,v1=00', '{"x":1}', 1_700_000_000)).toBe(false);
+    expect(verifySignature(a, 'garbage', '{"x":1}', 1_700_000_000)).toBe(false);
+  });
+});
+
+describe('webhook configuration', () => {
+  const prod = (env: NodeJS.ProcessEnv) => loadConfig({ NODE_ENV: 'production', ...env }).webhooks;
+  const jwtSecret = 'j'.repeat(40);
+
+  it('outside production: a development key unless one is given', () => {
+    expect(loadConfig({}).webhooks).toEqual({
+      signingKey: DEV_WEBHOOK_KEY,
+      usingDevKey: true,
+      allowLoopback: false,
+    });
+    expect(loadConfig({ WEBHOOK_SIGNING_KEY: 'k', WEBHOOK_ALLOW_LOOPBACK: 'true' }).webhooks).toEqual({
+      signingKey: 'k',
+      usingDevKey: false,
+      allowLoopback: true,
+    });
+  });
+
+  it('in production: a strong key, or one derived from JWT_SECRET, or none; never loopback', () => {
+    expect(prod({ JWT_SECRET: jwtSecret, WEBHOOK_SIGNING_KEY: 'w'.repeat(32) }).signingKey).toBe(
+      'w'.repeat(32),
+    );
+    expect(() => prod({ JWT_SECRET: jwtSecret, WEBHOOK_SIGNING_KEY: 'short' })).toThrow(ConfigError);
+    expect(() => prod({ JWT_SECRET: jwtSecret, WEBHOOK_ALLOW_LOOPBACK: 'true' })).toThrow(ConfigError);
+    const derived = prod({ JWT_SECRET: jwtSecret }).signingKey;
+    expect(derived).toMatch(/^[0-9a-f]{64}$/);
+    expect(derived).not.toBe(jwtSecret);
+    expect(prod({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----' }).signingKey).toBeNull();
+  });
+});
