@@ -285,7 +285,15 @@ export async function createSqlEventStore(
 
   // Wake-ups: appends from this process wake subscribers at once; LISTEN covers other processes.
   const wakers = new Set<() => void>();
-  const wakeAll = () => [...wakers].forEach((w) => w());
+  /** Counts wake-ups: a log read made since the last one is still as fresh as a new one would be. */
+  let generation = 0;
+  /** Log reads of subscribers since the last wake-up, by (from, limit); see readShared. */
+  const sharedReads = new Map<string, Promise<RecordedEvent[]>>();
+  const wakeAll = () => {
+    generation++;
+    sharedReads.clear();
+    [...wakers].forEach((w) => w());
+  };
   let unlisten: (() => Promise<void>) | undefined;
   let listening: Promise<void> | undefined;
   const ensureListening = () =>
@@ -301,6 +309,26 @@ export async function createSqlEventStore(
       [String(from.commit), limit],
     );
     return res.rows.map(toRecorded);
+  };
+
+  /**
+   * Reads for subscribers, shared: an append wakes every subscription of the process, and those at the
+   * same position would each send the same query and parse the same rows. Whoever asks for (from, limit)
+   * before the next wake-up gets the read already made. Safe because every subscriber arms its wake-up
+   * before it reads: an event committed after the shared read started wakes it again.
+   */
+  const readShared = (from: Position, limit: number): Promise<RecordedEvent[]> => {
+    const key = `${from.commit}:${limit}`;
+    let read = sharedReads.get(key);
+    if (!read) {
+      read = readAll(from, limit);
+      sharedReads.set(key, read);
+      const gen = generation;
+      read.catch(() => {
+        if (gen === generation) sharedReads.delete(key); // a failed read is not shared with later callers
+      });
+    }
+    return read.then((events) => events.slice());
   };
 
   const subscribe = ({ from, handler, onError, batchSize = 200 }: SubscribeOptions): Subscription => {
@@ -323,7 +351,7 @@ export async function createSqlEventStore(
         await ensureListening();
         while (!stopped) {
           const pending = idle(); // armed before reading, so an append during the read is not missed
-          const batch = await readAll(position, batchSize);
+          const batch = await readShared(position, batchSize);
           if (stopped) break;
           if (batch.length === 0) {
             await pending;

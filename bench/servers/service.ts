@@ -1,0 +1,85 @@
+/**
+ * The service under test, in a process of its own (so the HTTP client does not share its event loop), on
+ * the PostgreSQL of DATABASE_URL or embedded PGlite, with a fixed clock. It also measures live projection
+ * lag: every append's acknowledgement time, then the time every read model has applied that position.
+ * Talks to the benchmark over IPC: sends {port} once listening; answers 'lag' with the lags since the
+ * last 'lag' and its RSS.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '../../src/config';
+import { createSqlEventStore } from '../../src/eventstore/sql';
+import type { EventStore, Position } from '../../src/eventstore/types';
+import { openDatabase, createSystem } from '../../src/system';
+import { allProjections } from '../../projections';
+import { Client as PgClient } from 'pg';
+
+/** BENCH_COUNT_QUERIES=1: counts the statements sent to PostgreSQL, by text, answered on 'queries'. */
+const queryCounts = new Map<string, number>();
+if (process.env.BENCH_COUNT_QUERIES) {
+  const original = PgClient.prototype.query as (...args: unknown[]) => unknown;
+  PgClient.prototype.query = function (this: PgClient, ...args: unknown[]) {
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string })?.text);
+    const key = text.replace(/\s+/g, ' ').slice(0, 90);
+    queryCounts.set(key, (queryCounts.get(key) ?? 0) + 1);
+    return original.apply(this, args);
+  } as typeof PgClient.prototype.query;
+}
+
+async function main() {
+  const config = loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'error' });
+  const db = await openDatabase(config);
+  const inner = await createSqlEventStore(db);
+  const lags: number[] = [];
+  let readModels: string[] = [];
+  let probe: ((p: Position, at: number) => void) | undefined;
+  const observe = async <T extends { position: Position }>(result: Promise<T>): Promise<T> => {
+    const r = await result;
+    probe?.(r.position, performance.now());
+    return r;
+  };
+  // The store as the service sees it, with every acknowledged append timed.
+  const store: EventStore = {
+    ...inner,
+    kind: inner.kind,
+    append: (s, e, o) => observe(inner.append(s, e, o)),
+    appendMany: inner.appendMany
+      ? async (appends) => {
+          const results = await inner.appendMany!(appends);
+          probe?.(results[results.length - 1]!.position, performance.now());
+          return results;
+        }
+      : undefined,
+  };
+  const clock = () => new Date(process.env.BENCH_NOW ?? '2026-12-01T08:00:00Z');
+  const system = await createSystem(config, { db, store, clock });
+  readModels = allProjections({ ...system.deps, store, clock })
+    .filter((p) => p.apply)
+    .map((p) => p.name);
+  probe = (position, at) => {
+    void system.runner.waitFor(position, 10_000, readModels).then((ok) => {
+      lags.push(ok ? performance.now() - at : 10_000);
+    });
+  };
+  const server = http.createServer(system.app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  process.on('message', (msg: { cmd: string }) => {
+    if (msg.cmd === 'queries') {
+      process.send!({ queries: Object.fromEntries(queryCounts) });
+      queryCounts.clear();
+    } else if (msg.cmd === 'lag') {
+      process.send!({ lags: lags.splice(0), rss: process.memoryUsage().rss });
+    } else if (msg.cmd === 'stop') {
+      server.close();
+      void system
+        .close()
+        .then(() => inner.close())
+        .then(() => db.close())
+        .then(() => process.exit(0));
+    }
+  });
+  process.send!({ port: (server.address() as AddressInfo).port });
+}
+
+void main();
