@@ -15,6 +15,7 @@ import { completedSessionsProjection } from './completedSessions';
 import { videosProjection } from './videos';
 import { profileMediaProjection } from './profileMedia';
 import { emailProcess } from './emailProcess';
+import { emailDeliveriesProjection } from './emailDeliveries';
 import { notificationProcess } from './notificationProcess';
 import { notificationsProjection } from './notifications';
 import { webhookProcess } from './webhookProcess';
@@ -31,6 +32,7 @@ export const allProjections = (ctx: {
   log: Logger;
   /** Wakes this process's webhook dispatcher when deliveries were queued. */
   onWebhookQueued?: () => void;
+  mailLeaseMs: number;
 }): Projection[] => [
   addressesProjection,
   userProfilesProjection,
@@ -50,4 +52,5 @@ export const allProjections = (ctx: {
   notificationProcess(ctx.store),
   emailProcess(ctx),
   webhookProcess({ store: ctx.store, db: ctx.db, onQueued: ctx.onWebhookQueued }),
+  emailDeliveriesProjection,
 ];

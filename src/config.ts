@@ -21,6 +21,8 @@ export interface Config {
   http: ServerTimeouts;
   /** A `sending` e-mail claim older than this belongs to a process that died; it is taken over. */
   mailLeaseMs: number;
+  /** How often the retry job looks for due and abandoned e-mails. */
+  mailRetryIntervalMs: number;
   /** An Idempotency-Key whose request left no answer this long ago may be run again. */
   idempotencyLeaseMs: number;
   /** How long a command waits for its projections before answering (read-your-writes). */
@@ -139,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
     },
     mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', 120_000),
+    mailRetryIntervalMs: positiveInt(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),
     idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
     consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
     maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),

@@ -27,7 +27,10 @@ export interface System {
   runner: ProjectionRunner;
   /** Cancels the unpaid payments due at the clock's now (the sweeper also runs this every few seconds). */
   sweepExpiredPayments(): Promise<number>;
-  /** Sends the deferred e-mails due at `now` (default the clock's); the retry loop does this every 30 s. */
+  /**
+   * Sends the deferred e-mails due at `now` (default the clock's) and takes over claims whose lease ran out;
+   * the retry loop does this every `MAIL_RETRY_INTERVAL_MS` (30 s).
+   */
   retryDeferredEmails(now?: Date): Promise<number>;
   /** Sends the webhook deliveries due now (the dispatcher also runs every second and when woken). */
   deliverWebhooks(): Promise<number>;
@@ -73,7 +76,15 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   const runner = createProjectionRunner(
     store,
     db,
-    allProjections({ store, clock, db, mailer, log, onWebhookQueued: () => webhooks.kick() }),
+    allProjections({
+      store,
+      clock,
+      db,
+      mailer,
+      log,
+      mailLeaseMs: config.mailLeaseMs,
+      onWebhookQueued: () => webhooks.kick(),
+    }),
     log,
   );
   metrics.watchProjections(store, runner);
@@ -92,7 +103,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   };
   const expirySweeper = createPaymentExpirySweeper(deps);
   expirySweeper.start();
-  const mailRetry = createMailRetry(deps);
+  const mailRetry = createMailRetry({ ...deps, leaseMs: config.mailLeaseMs }, config.mailRetryIntervalMs);
   mailRetry.start();
   webhooks.start();
   return {

@@ -23,6 +23,8 @@ export interface MailCheck {
 export interface Mailer {
   readonly provider: 'smtp' | 'outbox';
   send(message: MailMessage): Promise<{ messageId: string }>;
+  /** The Message-ID `send` gives a message with this key (the same for every attempt). */
+  messageIdFor(key: string): string;
   /** SMTP: connects and authenticates (no mail); outbox: the directory exists and is writable. */
   verify(): Promise<MailCheck>;
   close(): void;
@@ -51,10 +53,17 @@ const envelope = (from: string, m: MailMessage) => ({
   headers: { 'X-Idempotency-Key': m.key, ...m.headers },
 });
 
+/**
+ * SMTP waits (nodemailer's defaults reach 10 minutes) kept well inside the delivery lease (2 minutes by
+ * default), so a send that hangs fails before another sender may take the delivery over.
+ */
+export const SMTP_TIMEOUTS = { connectionTimeout: 20_000, greetingTimeout: 20_000, socketTimeout: 40_000 };
+
 export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
-  const transport = nodemailer.createTransport(smtpUrl);
+  const transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS });
   return {
     provider: 'smtp',
+    messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
       const info = await transport.sendMail(envelope(from, m));
       return { messageId: info.messageId };
@@ -76,12 +85,19 @@ export function createOutboxMailer(outboxDir: string, from: string): Mailer {
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     provider: 'outbox',
+    messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
       const info = await transport.sendMail(envelope(from, m));
       await fs.mkdir(outboxDir, { recursive: true });
       const file = path.join(outboxDir, outboxFileName(m.key));
       const tmp = `${file}.${process.pid}.tmp`;
-      await fs.writeFile(tmp, info.message as Buffer);
+      const fh = await fs.open(tmp, 'w');
+      try {
+        await fh.writeFile(info.message as Buffer);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
       await fs.rename(tmp, file);
       return { messageId: info.messageId };
     },

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { deliveryStream } from '../../commands/delivery/events';
+import { allProjections } from '../../projections';
 import { emailProcess } from '../../projections/emailProcess';
 import { createProjectionRunner } from '../../projections/runner';
+import { migrate } from '../../src/db/migrate';
+import { testDatabase } from '../support/services';
 import { eventually, marketplace } from '../support/marketplace';
 import { startSmtpServer, type ReceivedMail } from '../support/smtp';
 import { startTestSystem, type TestSystem } from '../support/system';
@@ -49,7 +53,10 @@ async function booked() {
 /** A second e-mail process manager on the same database, reading the whole log from the start. */
 async function replayFromStart() {
   const { store, db, mailer, log, clock } = t.system.deps;
-  const replay = { ...emailProcess({ store, db, mailer, log, clock }), name: `email-replay-${randomUUID()}` };
+  const replay = {
+    ...emailProcess({ store, mailer, log, clock, mailLeaseMs: 120_000 }),
+    name: `email-replay-${randomUUID()}`,
+  };
   const runner = createProjectionRunner(store, db, [replay], log);
   await runner.start();
   expect(await runner.waitFor(await store.headPosition(), 10_000)).toBe(true);
@@ -73,12 +80,12 @@ describe('e-mail over real SMTP', () => {
 
     await replayFromStart();
     // Re-handling the very same recorded event directly sends nothing either.
-    const { store, db, mailer, log, clock } = t.system.deps;
+    const { store, mailer, log, clock } = t.system.deps;
     const all = await store.readAll({ commit: 0n, prepare: 0n }, 100_000);
     const bookedEvent = all.find(
       (e) => e.type === 'SessionsBooked' && (e.data as { clientId: string }).clientId === client.id,
     )!;
-    await emailProcess({ store, db, mailer, log, clock }).react!(bookedEvent);
+    await emailProcess({ store, mailer, log, clock, mailLeaseMs: 120_000 }).react!(bookedEvent);
     await silence();
     expect(to(emailOf(client.id))).toHaveLength(1);
     expect(to(emailOf(coach.id))).toHaveLength(1);
@@ -118,7 +125,7 @@ describe('e-mail over real SMTP', () => {
       async () =>
         (
           await t.system.deps.db.query<{ status: string; attempts: number }>(
-            `SELECT status, attempts FROM sent_emails WHERE recipient = $1 AND template = 'approve'`,
+            `SELECT status, attempts FROM email_deliveries WHERE recipient = $1 AND template = 'approve'`,
             [client.id],
           )
         ).rows[0],
@@ -152,7 +159,7 @@ describe('e-mail over real SMTP', () => {
       async () =>
         (
           await t.system.deps.db.query<{ status: string; template: string }>(
-            `SELECT status, template FROM sent_emails WHERE recipient = $1 AND template = 'decline'`,
+            `SELECT status, template FROM email_deliveries WHERE recipient = $1 AND template = 'decline'`,
             [other.client.id],
           )
         ).rows[0],
@@ -163,6 +170,141 @@ describe('e-mail over real SMTP', () => {
     // The projection keeps going: a later e-mail still goes out.
     const third = await booked();
     await mailsTo(emailOf(third.coach.id), 1);
+  });
+});
+
+describe('crash safety of the delivery ledger', () => {
+  const LEASE_MS = 120_000;
+
+  /**
+   * The state a sender leaves when it is killed between claiming and sending: a `DeliveryClaimed` in the
+   * ledger and nothing after it. Written before the causing event, so the live process manager finds it.
+   */
+  async function claimedByADeadSender(user: { id: string }) {
+    const { store, mailer } = t.system.deps;
+    const causeId = randomUUID();
+    const key = `${causeId}/${user.id}`;
+    await store.append(deliveryStream(causeId, user.id), [
+      {
+        type: 'DeliveryClaimed',
+        data: {
+          causeEventId: causeId,
+          recipient: user.id,
+          message: {
+            key,
+            to: emailOf(user.id),
+            subject: 'Verify your e-mail address',
+            text: 'code 777',
+            headers: {},
+          },
+          template: 'verification',
+          messageId: mailer.messageIdFor(key),
+          attempt: 1,
+          claimedAt: now.toISOString(),
+          leaseUntil: new Date(now.getTime() + LEASE_MS).toISOString(),
+          by: 'dead-host:1',
+        },
+      },
+    ]);
+    const requested = {
+      id: causeId,
+      type: 'EmailRequested',
+      data: {
+        emailId: randomUUID(),
+        userId: user.id,
+        to: emailOf(user.id),
+        groupId: null,
+        sessionId: null,
+        facts: { template: 'verification', role: 'user', recipientName: 'A', code: '777' },
+        requestedAt: now.toISOString(),
+      },
+    };
+    const { position } = await store.append(`email-${requested.data.emailId}`, [requested]);
+    expect(await t.system.runner.waitFor(position, 5000)).toBe(true);
+    return { causeId, messageId: mailer.messageIdFor(key) };
+  }
+
+  it('the retry job takes over a claim whose lease ran out and sends it once, with its Message-ID', async () => {
+    const user = await m.client();
+    const { messageId } = await claimedByADeadSender(user);
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(0); // the claim is respected while its lease runs
+    expect(await t.system.retryDeferredEmails(new Date(now.getTime() + LEASE_MS - 1000))).toBe(0);
+    const later = new Date(now.getTime() + LEASE_MS + 1000);
+    expect(await t.system.retryDeferredEmails(later)).toBe(1);
+    expect(await t.system.retryDeferredEmails(later)).toBe(0);
+    const [mail] = await mailsTo(emailOf(user.id), 1);
+    expect(mail!.messageId).toBe(messageId);
+    expect(mail!.raw).toContain('code 777');
+    const row = await eventually(
+      async () =>
+        (
+          await t.system.deps.db.query<{ status: string; message_id: string; attempts: number }>(
+            `SELECT status, message_id, attempts FROM email_deliveries WHERE recipient = $1`,
+            [user.id],
+          )
+        ).rows[0],
+      (r) => r?.status === 'sent',
+      5000,
+    );
+    expect(row).toEqual({ status: 'sent', message_id: messageId, attempts: 1 });
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(1);
+  });
+
+  it('the process manager, replaying after the lease, takes the claim over and sends once', async () => {
+    const user = await m.client();
+    const { causeId, messageId } = await claimedByADeadSender(user);
+    const { store, mailer, log } = t.system.deps;
+    const cause = (await store.readEvent(causeId))!;
+    const within = emailProcess({ store, mailer, log, clock: () => now, mailLeaseMs: LEASE_MS });
+    await within.react!(cause);
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(0);
+    const after = () => new Date(now.getTime() + LEASE_MS + 1000);
+    const replay = emailProcess({ store, mailer, log, clock: after, mailLeaseMs: LEASE_MS });
+    await replay.react!(cause);
+    await replay.react!(cause);
+    const [mail] = await mailsTo(emailOf(user.id), 1);
+    expect(mail!.messageId).toBe(messageId);
+    expect(await t.system.retryDeferredEmails(after())).toBe(0);
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(1);
+  });
+
+  it('a fresh read-model database, rebuilt from the log, sends nothing again and shows every delivery', async () => {
+    const { coach, client } = await booked();
+    await mailsTo(emailOf(client.id), 1);
+    await mailsTo(emailOf(coach.id), 1);
+    const { store, mailer, log, clock, db } = t.system.deps;
+    const before = smtp.received.length;
+    const fresh = await testDatabase();
+    try {
+      await migrate(fresh.db);
+      const runner = createProjectionRunner(
+        store,
+        fresh.db,
+        allProjections({ store, clock, db: fresh.db, mailer, log, mailLeaseMs: LEASE_MS }),
+        log,
+      );
+      await runner.start();
+      expect(await runner.waitFor(await store.headPosition(), 30_000)).toBe(true);
+      await runner.stop();
+      await silence();
+      expect(smtp.received.length).toBe(before);
+      const rows = (q: typeof db) =>
+        q
+          .query<{ stream: string; status: string }>(
+            `SELECT stream, status FROM email_deliveries WHERE status <> 'sending' ORDER BY stream`,
+          )
+          .then((r) => r.rows);
+      expect(await t.system.runner.waitFor(await store.headPosition(), 5000)).toBe(true);
+      const rebuilt = await rows(fresh.db);
+      expect(rebuilt.length).toBeGreaterThan(2);
+      expect(rebuilt).toEqual(await rows(db));
+    } finally {
+      await fresh.drop();
+    }
   });
 });
 

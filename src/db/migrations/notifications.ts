@@ -1,6 +1,6 @@
 import type { Migration } from './migration';
 
-/** Notifications read model, the claims that make e-mail sending idempotent, and webhook deliveries. */
+/** Notifications read model, e-mail deliveries read model, and webhook deliveries. */
 export const notificationMigrations: Migration[] = [
   {
     version: 40,
@@ -83,6 +83,34 @@ CREATE TABLE webhook_attempts (
   duration_ms integer NOT NULL,
   PRIMARY KEY (delivery_id, attempt)
 );
+`,
+  },
+  {
+    version: 47,
+    name: 'e-mail deliveries read model (the ledger itself moved to the event store)',
+    sql: `
+DROP TABLE sent_emails;
+CREATE TABLE email_deliveries (
+  stream text PRIMARY KEY,
+  cause_event_id text NOT NULL,
+  recipient text NOT NULL,
+  address text NOT NULL,
+  subject text NOT NULL,
+  template text NOT NULL,
+  status text NOT NULL,
+  attempts integer NOT NULL,
+  message_id text NOT NULL,
+  lease_until timestamptz,
+  next_attempt_at timestamptz,
+  claimed_by text,
+  error text,
+  created_at timestamptz NOT NULL,
+  sent_at timestamptz,
+  updated_at timestamptz NOT NULL
+);
+CREATE INDEX email_deliveries_due ON email_deliveries (next_attempt_at) WHERE status = 'deferred';
+CREATE INDEX email_deliveries_leased ON email_deliveries (lease_until) WHERE status = 'sending';
+CREATE INDEX email_deliveries_recent ON email_deliveries (updated_at DESC);
 `,
   },
 ];

@@ -1,0 +1,120 @@
+import os from 'node:os';
+import { deliveryDecider, type DeliveryCommand, type DeliveryState } from '../../commands/delivery/decider';
+import { deliveryStream } from '../../commands/delivery/events';
+import { ConcurrencyConflictError, handleCommand } from '../commandHandler';
+import type { EventMetadata, EventStore } from '../eventstore/types';
+import type { Logger } from '../log';
+import { isPermanentMailError, type MailMessage, type Mailer } from './mailer';
+
+/** Who claims, for operators reading the ledger. */
+const SENDER = `${os.hostname()}:${process.pid}`;
+
+export interface Claimed {
+  stream: string;
+  message: MailMessage;
+  attempt: number;
+}
+
+export interface DeliveryDeps {
+  store: EventStore;
+  mailer: Mailer;
+  log: Logger;
+  clock: () => Date;
+  /** How long a claim is exclusive; a claim older than this is taken over (MAIL_LEASE_MS). */
+  leaseMs: number;
+}
+
+/**
+ * Sending through the delivery ledger (commands/delivery): claim the delivery's stream (exclusive by
+ * optimistic concurrency), send, record the outcome. Used by the e-mail process manager for new e-mails and
+ * by the retry job for deferred ones and for claims whose sender died (lease over).
+ *
+ * The one window in which a message can go out twice: the SMTP server accepted it, and the sender died (or
+ * lost the event store) before `DeliverySent` was stored. After the lease another sender sends it again, with
+ * the same Message-ID, so the receiving side can drop the copy.
+ */
+export function deliveries(deps: DeliveryDeps) {
+  const { store, mailer, log, clock } = deps;
+
+  const run = async (stream: string, command: DeliveryCommand, metadata: EventMetadata) => {
+    try {
+      return await handleCommand(store, stream, deliveryDecider, command, metadata, 3);
+    } catch (err) {
+      // Another sender wrote the stream each time we tried: it has the delivery in hand.
+      if (err instanceof ConcurrencyConflictError) return null;
+      throw err;
+    }
+  };
+
+  /** Claims the delivery (first claim, due retry, or takeover of a stale claim); null when not ours to send. */
+  const claim = async (
+    stream: string,
+    first: Extract<DeliveryCommand, { type: 'Claim' }>['first'],
+    metadata: EventMetadata,
+  ): Promise<Claimed | null> => {
+    const outcome = await run(
+      stream,
+      { type: 'Claim', first, now: clock().toISOString(), leaseMs: deps.leaseMs, by: SENDER },
+      metadata,
+    );
+    if (!outcome?.ok) return null;
+    const state = outcome.state as Exclude<DeliveryState, { status: 'none' }>;
+    return { stream, message: state.message, attempt: state.attempt };
+  };
+
+  /** Sends a claimed delivery and records what happened. A failure to record a sent message is logged only. */
+  const send = async (c: Claimed, metadata: EventMetadata): Promise<'sent' | 'deferred' | 'failed'> => {
+    let messageId: string;
+    try {
+      ({ messageId } = await mailer.send(c.message));
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      const permanent = isPermanentMailError(err);
+      const recorded = await run(
+        c.stream,
+        { type: 'RecordRefusal', error, permanent, now: clock().toISOString() },
+        metadata,
+      );
+      const failed = permanent || (recorded?.ok && recorded.events[0]?.type === 'DeliveryFailed');
+      (failed ? log.error : log.warn)(failed ? 'e-mail refused for good' : 'e-mail deferred', {
+        stream: c.stream,
+        attempt: c.attempt,
+        error,
+      });
+      return failed ? 'failed' : 'deferred';
+    }
+    // Outside the try: the server took the message, so a failure to record it must never send it again
+    // at once. If recording fails, the claim's lease runs out and the message is sent once more, with the
+    // same Message-ID (the documented window).
+    await run(c.stream, { type: 'RecordSent', messageId, now: clock().toISOString() }, metadata);
+    return 'sent';
+  };
+
+  return {
+    claim,
+    send,
+    /** The delivery of `message` caused by `causeEventId` to `recipient`: claimed and sent unless done already. */
+    async deliver(
+      causeEventId: string,
+      recipient: string,
+      message: MailMessage,
+      template: string,
+      metadata: EventMetadata,
+    ): Promise<'sent' | 'deferred' | 'failed' | 'skipped'> {
+      const stream = deliveryStream(causeEventId, recipient);
+      const claimed = await claim(
+        stream,
+        { causeEventId, recipient, message, template, messageId: mailer.messageIdFor(message.key) },
+        metadata,
+      );
+      return claimed ? send(claimed, metadata) : 'skipped';
+    },
+    /** An operator's "try again" for a failed delivery. */
+    async requeue(stream: string, by: string): Promise<boolean> {
+      const outcome = await run(stream, { type: 'Requeue', now: clock().toISOString(), by }, {});
+      return outcome?.ok === true;
+    },
+  };
+}
+
+export type Deliveries = ReturnType<typeof deliveries>;
