@@ -15,6 +15,7 @@ import { completedSessionsProjection } from './completedSessions';
 import { videosProjection } from './videos';
 import { profileMediaProjection } from './profileMedia';
 import { emailProcess } from './emailProcess';
+import { DEFAULT_MAIL_LEASE_MS } from '../src/config';
 import { emailDeliveriesProjection } from './emailDeliveries';
 import { notificationProcess } from './notificationProcess';
 import { notificationsProjection } from './notifications';
@@ -32,7 +33,8 @@ export const allProjections = (ctx: {
   log: Logger;
   /** Wakes this process's webhook dispatcher when deliveries were queued. */
   onWebhookQueued?: () => void;
-  mailLeaseMs: number;
+  /** MAIL_LEASE_MS (default 2 minutes): how long an e-mail claim is exclusive. */
+  mailLeaseMs?: number;
 }): Projection[] => [
   addressesProjection,
   userProfilesProjection,
@@ -50,7 +52,7 @@ export const allProjections = (ctx: {
   profileMediaProjection,
   notificationsProjection,
   notificationProcess(ctx.store),
-  emailProcess(ctx),
+  emailProcess({ ...ctx, mailLeaseMs: ctx.mailLeaseMs ?? DEFAULT_MAIL_LEASE_MS }),
   webhookProcess({ store: ctx.store, db: ctx.db, onQueued: ctx.onWebhookQueued }),
   emailDeliveriesProjection,
 ];

@@ -56,6 +56,9 @@ export const KNOWN_DEV_SECRETS = [
 /** Tokens may live 30 days at most by default (the seed's demo tokens do). */
 export const DEFAULT_JWT_MAX_TTL_SECONDS = 30 * 24 * 3600;
 
+/** An e-mail claim is exclusive this long; then another sender may take it over. */
+export const DEFAULT_MAIL_LEASE_MS = 120_000;
+
 /** Thrown for a configuration the service refuses to start with. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -140,7 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestTimeoutMs: positiveInt(env, 'REQUEST_TIMEOUT_MS', 300_000),
       bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
     },
-    mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', 120_000),
+    mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', DEFAULT_MAIL_LEASE_MS),
     mailRetryIntervalMs: positiveInt(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),
     idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
     consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
