@@ -11,6 +11,8 @@ import type { PublicCoachProfileOut } from '../src/resources/coachProfile';
 import type { ServiceOut } from '../src/resources/service';
 import { coachServices } from './services';
 import { listVideos } from './videos';
+import { listProfileMedia } from './profileMedia';
+import { galleryFileBase } from '../src/resources/fileBase';
 
 const EARTH_RADIUS_KM = 6371.0088;
 const rad = (deg: number) => (deg * Math.PI) / 180;
@@ -47,13 +49,14 @@ export function coachProfileQueries(deps: AppDeps): Router {
     const caller = optionalPrincipal(ctx);
     const coach = await findCoach(deps.db, coachId);
     if (!coach) throw notFound('coach_not_found', 'no such coach');
-    const [services, rating, count, coachPlace, callerPlace, videos] = await Promise.all([
+    const [services, rating, count, coachPlace, callerPlace, videos, gallery] = await Promise.all([
       coachServices(deps.db, coachId, false),
       coachRating(deps.db, coachId),
       sessionCount(deps.db, coachId),
       defaultAddress(deps.db, coachId),
       caller ? defaultAddress(deps.db, caller.userId) : Promise.resolve(null),
       listVideos(deps.db, coachId),
+      listProfileMedia(deps.db, coachId),
     ]);
     const cheapest = services.reduce<ServiceOut | null>((m, s) => (!m || s.price < m.price ? s : m), null);
     const prices = services.map((s) => s.price);
@@ -73,9 +76,10 @@ export function coachProfileQueries(deps: AppDeps): Router {
       rating,
       serviceTypes: [...new Set(services.flatMap((s) => s.serviceTypes))].sort(),
       services,
-      images: [], // no image upload exists yet
+      // Pictures and certificates the coach uploaded (endpoint 14 with kind image / certificate), as FileBase.
+      images: gallery.filter((i) => i.kind === 'image').map(galleryFileBase),
       videos, // the coach's preview videos (FileBase), in the coach's order
-      certificates: [], // no certificate upload exists yet
+      certificates: gallery.filter((i) => i.kind === 'certificate').map(galleryFileBase),
       distance:
         coachPlace && callerPlace ? Math.round(greatCircleKm(callerPlace, coachPlace) * 100) / 100 : null,
       experience: coach.experience,

@@ -17,6 +17,7 @@ import { sessionQueries } from '../queries/sessions';
 import { videoCommands } from '../commands/videos/routes';
 import { videoQueries } from '../queries/videos';
 import { profileMediaCommands } from '../commands/users/media';
+import { profileMediaQueries } from '../queries/profileMedia';
 import { notificationCommands } from '../commands/notifications/routes';
 import { notificationQueries } from '../queries/notifications';
 import { emailCommands } from '../commands/email/routes';
@@ -43,6 +44,7 @@ export const routers = (deps: AppDeps): Router[] => [
   videoCommands(deps),
   videoQueries(deps),
   profileMediaCommands(deps),
+  profileMediaQueries(deps),
   notificationCommands(deps),
   notificationQueries(deps),
   emailCommands(deps),

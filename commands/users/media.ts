@@ -1,66 +1,160 @@
 import Router from '@koa/router';
+import * as t from 'io-ts';
 import type { AppDeps } from '../../src/deps';
 import { authenticated, currentPrincipal } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { multipartRoute, readMultipart, uploadTmpDir } from '../../src/http/multipart';
-import { decode, strict } from '../../src/http/validation';
+import { HttpError, ValidationError } from '../../src/http/errors';
+import { multipartRoute, readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
+import { Uuid, boundedString, decode, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
+import { userPaymentTotal } from '../../src/readModels/payments';
 import { userSessionCount } from '../../src/readModels/users';
 import { toUserProfileOut } from '../../src/resources/userProfile';
 import { deleteBlobs, withStoredBlobs } from '../videos/routes';
-import { userProfile } from './decider';
-import { profileStream } from './events';
+import { userProfile, type UserCommand } from './decider';
+import { profileStream, type GalleryKind } from './events';
 
-const NoFields = strict({}, {}, 'ProfileMediaFields');
+const MediaFields = strict(
+  {},
+  {
+    kind: t.keyof({ media: null, image: null, certificate: null }),
+    title: boundedString(200),
+    description: boundedString(5000),
+  },
+  'ProfileMediaFields',
+);
+const MediaIdPath = t.type({ media_id: Uuid });
+
+/** The types each kind takes (the part's declared type, as for videos). */
+const ACCEPTS: Record<'media' | GalleryKind, string[]> = {
+  media: ['image/', 'video/'],
+  image: ['image/'],
+  certificate: ['image/', 'application/pdf'],
+};
+const accepts = (accept: string[], type: string) =>
+  accept.some((a) => (a.endsWith('/') ? type.startsWith(a) : type === a));
+
+function checkKind(
+  kind: 'media' | GalleryKind,
+  file: UploadedFile,
+  fields: { title?: string; description?: string },
+) {
+  if (kind === 'media') {
+    const extra = (['title', 'description'] as const).filter((k) => fields[k] !== undefined);
+    if (extra.length)
+      throw new ValidationError(
+        extra.map((k) => ({
+          loc: ['body', k],
+          msg: 'Only images and certificates (kind image or certificate) have a title and description',
+          type: 'extra_forbidden',
+        })),
+      );
+  }
+  const type = file.mimetype.toLowerCase();
+  if (!accepts(ACCEPTS[kind], type))
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `file of kind ${kind} must be ${ACCEPTS[kind].map((a) => (a.endsWith('/') ? `${a}*` : a)).join(' or ')}, got ${file.mimetype}`,
+    );
+}
 
 export function profileMediaCommands(deps: AppDeps): Router {
   const router = new Router();
-  // 14. Profile media (a picture or a video, and an optional preview image) of the caller: UserProfileOut.
+
+  /** UserProfileOut after a change: the profile from the write model, figures from the read models. */
+  const profileOut = async (userId: string, state: Parameters<typeof toUserProfileOut>[1]) =>
+    toUserProfileOut(userId, state, {
+      sessionCount: await userSessionCount(deps.db, userId),
+      ...(await userPaymentTotal(deps.db, userId)),
+    });
+
+  // 14. Profile media of the caller: `kind` media (default: the one picture or video of the profile, which
+  // an upload replaces), image or certificate (added to the profile's pictures or certificates). Answers
+  // UserProfileOut; a new image or certificate's id comes in the `X-Media-Id` header.
   router.post('/api/v1/storage/profile/media', authenticated(), multipartRoute(), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const form = await readMultipart(ctx, {
       tmpDir: uploadTmpDir(deps.config.dataDir),
       maxBytes: deps.config.maxUploadBytes,
       files: [
-        { name: 'file', accept: ['image/', 'video/'], required: true },
+        { name: 'file', accept: ['image/', 'video/', 'application/pdf'], required: true },
         { name: 'preview', accept: ['image/'] },
       ],
     });
     try {
-      decode(NoFields, form.fields, 'body');
+      const fields = decode(MediaFields, form.fields, 'body');
+      const kind = fields.kind ?? 'media';
       const file = form.files.file!;
+      checkKind(kind, file, fields);
       const preview = form.files.preview;
-      const mediaKey = newBlobKey('media', deps.newId(), file.originalname);
+      const id = deps.newId();
+      const now = deps.clock().toISOString();
+      const mediaKey = newBlobKey(kind === 'media' ? 'media' : kind, id, file.originalname);
       const previewKey = preview ? newBlobKey('mpreview', deps.newId(), preview.originalname) : null;
       const blobs = [
         { key: mediaKey, file },
         ...(preview && previewKey ? [{ key: previewKey, file: preview }] : []),
       ];
+      const command: UserCommand =
+        kind === 'media'
+          ? {
+              type: 'SetProfileMedia',
+              userId,
+              mediaType: file.mimetype.toLowerCase().startsWith('video/') ? 'video' : 'image',
+              mediaKey,
+              previewKey,
+              now,
+            }
+          : {
+              type: 'AddProfileMedia',
+              userId,
+              item: {
+                mediaId: id,
+                kind,
+                key: mediaKey,
+                previewKey,
+                title: fields.title ?? file.originalname,
+                description: fields.description ?? '',
+                contentType: file.mimetype,
+                originFilename: file.originalname,
+                filesize: file.size,
+                addedAt: now,
+              },
+            };
       const { state, events } = await withStoredBlobs(deps, blobs, () =>
-        runCommand(
-          deps,
-          ctx,
-          profileStream(userId),
-          userProfile,
-          {
-            type: 'SetProfileMedia',
-            userId,
-            mediaType: file.mimetype.toLowerCase().startsWith('video/') ? 'video' : 'image',
-            mediaKey,
-            previewKey,
-            now: deps.clock().toISOString(),
-          },
-          ['user_profiles'],
-        ),
+        runCommand(deps, ctx, profileStream(userId), userProfile, command, [
+          kind === 'media' ? 'user_profiles' : 'profile_media',
+        ]),
       );
       await deleteBlobs(
         deps,
         events.flatMap((e) => (e.type === 'ProfileMediaChanged' ? e.data.replacedKeys : [])),
       );
-      ctx.body = toUserProfileOut(userId, state, await userSessionCount(deps.db, userId));
+      if (kind !== 'media') ctx.set('X-Media-Id', id);
+      ctx.body = await profileOut(userId, state);
     } finally {
       await form.cleanup();
     }
+  });
+
+  // Added: removes one of the caller's profile images or certificates (another user's is 404).
+  router.delete('/api/v1/storage/profile/media/:media_id', authenticated(), async (ctx) => {
+    const { userId } = currentPrincipal(ctx);
+    const mediaId = decode(MediaIdPath, ctx.params, 'path').media_id.toLowerCase();
+    const { events } = await runCommand(
+      deps,
+      ctx,
+      profileStream(userId),
+      userProfile,
+      { type: 'RemoveProfileMedia', userId, mediaId, now: deps.clock().toISOString() },
+      ['profile_media'],
+    );
+    await deleteBlobs(
+      deps,
+      events.flatMap((e) => (e.type === 'ProfileMediaRemoved' ? e.data.removedKeys : [])),
+    );
+    ctx.body = { id: mediaId, status: 'deleted' };
   });
   return router;
 }

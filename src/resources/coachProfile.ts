@@ -17,9 +17,9 @@ export interface PublicCoachProfileOut {
   rating: number | null;
   serviceTypes: string[];
   services: ServiceOut[];
-  images: unknown[];
+  images: FileBase[];
   videos: FileBase[];
-  certificates: unknown[];
+  certificates: FileBase[];
   distance: number | null;
   experience: number;
   price: number | null;

@@ -1,3 +1,4 @@
+import type { GalleryItem, GalleryKind } from '../../commands/users/events';
 import type { VideoRecord } from '../../commands/videos/events';
 import { blobUrl } from '../storage/types';
 
@@ -25,4 +26,26 @@ export const toFileBase = (v: VideoRecord): FileBase => ({
   thumb: v.previewKey ? blobUrl(v.previewKey) : '',
   filesize: v.filesize,
   status: v.status,
+});
+
+/** A profile image or certificate as FileBase (the public coach profile's `images` and `certificates`). */
+export const galleryFileBase = (i: GalleryItem): FileBase => ({
+  id: i.mediaId,
+  title: i.title,
+  description: i.description,
+  contentType: i.contentType,
+  originFilename: i.originFilename,
+  url: blobUrl(i.key),
+  thumb: i.previewKey ? blobUrl(i.previewKey) : '',
+  filesize: i.filesize,
+  status: 'approved',
+});
+
+/** The owner's list of profile images and certificates (added endpoint): FileBase plus kind and time. */
+export type ProfileMediaOut = FileBase & { kind: GalleryKind; createdAt: string };
+
+export const toProfileMediaOut = (i: GalleryItem): ProfileMediaOut => ({
+  ...galleryFileBase(i),
+  kind: i.kind,
+  createdAt: i.addedAt,
 });

@@ -51,11 +51,18 @@ export const COMPLETION_FIELDS: ((p: UserProfile) => boolean)[] = [
 export const profileCompletion = (p: UserProfile): number =>
   Math.round((100 * COMPLETION_FIELDS.filter((f) => f(p)).length) / COMPLETION_FIELDS.length);
 
+/** The figures of UserProfileOut that come from read models (completed sessions, payments). */
+export interface UserTotals {
+  sessionCount: number;
+  totalPayment: number;
+  totalPaymentCurrency: string;
+}
+
 /**
  * UserProfileOut from the write model. A user with no profile yet is a `guest` with empty defaults and
- * the media just uploaded. `totalPayment` is 0 and `totalPaymentCurrency` '' (no payment total is kept).
+ * the media just uploaded. Session count and payment total come from read models (`totals`).
  */
-export function toUserProfileOut(id: string, state: UserState, sessionCount: number): UserProfileOut {
+export function toUserProfileOut(id: string, state: UserState, totals: UserTotals): UserProfileOut {
   const media = state.media
     ? {
         mediaType: state.media.mediaType,
@@ -94,9 +101,9 @@ export function toUserProfileOut(id: string, state: UserState, sessionCount: num
     mediaType: p.mediaType,
     mediaUrl: p.mediaUrl,
     mediaPreviewUrl: p.mediaPreviewUrl,
-    sessionCount,
-    totalPayment: 0,
-    totalPaymentCurrency: '',
+    sessionCount: totals.sessionCount,
+    totalPayment: totals.totalPayment,
+    totalPaymentCurrency: totals.totalPaymentCurrency,
     profileCompletion: profileCompletion(p),
   };
 }

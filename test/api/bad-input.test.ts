@@ -327,6 +327,8 @@ beforeAll(async () => {
       query: { ...PAGING, user: ['x', '%00'], type: ['', 'x'.repeat(101)] },
     },
     'POST /api/v1/notification/private/email/:user_id/verification': { valid: { code: '1', link: 'l' } },
+    'GET /api/v1/storage/profile/media': { query: { kind: ['', 'media', 'x'.repeat(300)] } },
+    'DELETE /api/v1/storage/profile/media/:media_id': { body: 'none' },
     'GET /manage/admin/webhook-deliveries': {
       query: { ...PAGING, user: ['x', '%00'], status: ['', 'sent', 'x'.repeat(101)] },
     },

@@ -1,0 +1,210 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+const now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => now });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+
+type Part = { name: string; bytes?: Buffer; type?: string; filename?: string; value?: string };
+const png = (n = 500) => ({ bytes: randomBytes(n), type: 'image/png', filename: 'photo.png' });
+const pdf = (n = 300) => ({ bytes: randomBytes(n), type: 'application/pdf', filename: 'licence.pdf' });
+
+async function upload(token: string | null, parts: Part[]) {
+  const form = new FormData();
+  for (const p of parts)
+    if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
+    else form.append(p.name, p.value ?? '');
+  const res = await fetch(`${t.baseUrl}/api/v1/storage/profile/media`, {
+    method: 'POST',
+    body: form,
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    body: text ? JSON.parse(text) : undefined,
+    mediaId: res.headers.get('x-media-id'),
+  };
+}
+const bytesAt = async (url: string) => {
+  const res = await fetch(t.baseUrl + url);
+  return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+};
+
+describe('profile images and certificates (14 with kind)', () => {
+  it('a coach adds pictures and certificates; they show on the public profile and can be listed and deleted', async () => {
+    const coach = await m.coach();
+    const media = await upload(coach.token, [{ name: 'file', ...png() }]);
+    expect(media.status).toBe(200);
+    expect(media.mediaId).toBeNull();
+
+    const court = png(700);
+    const thumb = png(100);
+    const first = await upload(coach.token, [
+      { name: 'kind', value: 'image' },
+      { name: 'title', value: 'On court' },
+      { name: 'description', value: 'Saturday group' },
+      { name: 'file', ...court },
+      { name: 'preview', ...thumb },
+    ]);
+    expect(first.status).toBe(200);
+    // Still UserProfileOut; the profile media is untouched by a picture.
+    expect(first.body).toMatchObject({ id: coach.id, type: 'coach', mediaUrl: media.body.mediaUrl });
+    expect(first.mediaId).toMatch(/^[0-9a-f-]{36}$/);
+    const second = await upload(coach.token, [
+      { name: 'kind', value: 'image' },
+      { name: 'file', ...png() },
+    ]);
+    const licence = pdf();
+    const cert = await upload(coach.token, [
+      { name: 'kind', value: 'certificate' },
+      { name: 'title', value: 'Coaching licence B' },
+      { name: 'file', ...licence },
+    ]);
+    expect(cert.status).toBe(200);
+
+    const mine = await t.request('GET', '/api/v1/storage/profile/media', { token: coach.token });
+    expect(mine.status).toBe(200);
+    expect(mine.body).toEqual([
+      {
+        id: first.mediaId,
+        kind: 'image',
+        title: 'On court',
+        description: 'Saturday group',
+        contentType: 'image/png',
+        originFilename: 'photo.png',
+        url: expect.stringMatching(/^\/api\/v1\/storage\/files\/image_[0-9a-f-]{36}\.png$/),
+        thumb: expect.stringMatching(/^\/api\/v1\/storage\/files\/mpreview_[0-9a-f-]{36}\.png$/),
+        filesize: 700,
+        status: 'approved',
+        createdAt: now.toISOString(),
+      },
+      expect.objectContaining({ id: second.mediaId, kind: 'image', title: 'photo.png', thumb: '' }),
+      expect.objectContaining({
+        id: cert.mediaId,
+        kind: 'certificate',
+        title: 'Coaching licence B',
+        contentType: 'application/pdf',
+      }),
+    ]);
+    const certificates = await t.request('GET', '/api/v1/storage/profile/media?kind=certificate', {
+      token: coach.token,
+    });
+    expect(certificates.body.map((i: { id: string }) => i.id)).toEqual([cert.mediaId]);
+    expect((await bytesAt(mine.body[0].url)).bytes.equals(court.bytes)).toBe(true);
+    expect((await bytesAt(mine.body[0].thumb)).bytes.equals(thumb.bytes)).toBe(true);
+    expect((await bytesAt(mine.body[2].url)).bytes.equals(licence.bytes)).toBe(true);
+
+    const strip = ({ kind: _k, createdAt: _c, ...fileBase }: Record<string, unknown>) => fileBase;
+    const profile = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
+    expect(profile.body.images).toEqual([strip(mine.body[0]), strip(mine.body[1])]);
+    expect(profile.body.certificates).toEqual([strip(mine.body[2])]);
+
+    // Deleting: only the owner; the files go with it.
+    const path = `/api/v1/storage/profile/media/${first.mediaId}`;
+    const stranger = await m.coach();
+    const notYours = await t.request('DELETE', path, { token: stranger.token });
+    expect(notYours.status).toBe(404);
+    expect(notYours.body.error).toBe('media_not_found');
+    const deleted = await t.request('DELETE', path, { token: coach.token });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ id: first.mediaId, status: 'deleted' });
+    expect((await bytesAt(mine.body[0].url)).status).toBe(404);
+    expect((await bytesAt(mine.body[0].thumb)).status).toBe(404);
+    expect((await t.request('DELETE', path, { token: coach.token })).status).toBe(404);
+    const after = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
+    expect(after.body.images.map((i: { id: string }) => i.id)).toEqual([second.mediaId]);
+    expect(after.body.certificates).toHaveLength(1);
+  });
+
+  it('refuses a wrong kind, a type the kind does not take, and a title on profile media', async () => {
+    const client = await m.client();
+    const badKind = await upload(client.token, [
+      { name: 'kind', value: 'video' },
+      { name: 'file', ...png() },
+    ]);
+    expect(badKind.status).toBe(422);
+    expect(badKind.body.detail[0].loc).toEqual(['body', 'kind']);
+    const pdfImage = await upload(client.token, [
+      { name: 'kind', value: 'image' },
+      { name: 'file', ...pdf() },
+    ]);
+    expect(pdfImage.status).toBe(415);
+    expect(pdfImage.body.error).toBe('unsupported_media_type');
+    const videoCert = await upload(client.token, [
+      { name: 'kind', value: 'certificate' },
+      { name: 'file', bytes: randomBytes(10), type: 'video/mp4', filename: 'x.mp4' },
+    ]);
+    expect(videoCert.status).toBe(415);
+    const titled = await upload(client.token, [
+      { name: 'title', value: 'x' },
+      { name: 'file', ...png() },
+    ]);
+    expect(titled.status).toBe(422);
+    expect(titled.body.detail[0].loc).toEqual(['body', 'title']);
+    expect(
+      (
+        await upload(null, [
+          { name: 'kind', value: 'image' },
+          { name: 'file', ...png() },
+        ])
+      ).status,
+    ).toBe(401);
+    const list = await t.request('GET', '/api/v1/storage/profile/media?kind=x', { token: client.token });
+    expect(list.status).toBe(422);
+    expect((await t.request('GET', '/api/v1/storage/profile/media')).status).toBe(401);
+    expect(
+      (await t.request('DELETE', `/api/v1/storage/profile/media/${randomUUID()}`, { token: client.token }))
+        .status,
+    ).toBe(404);
+  });
+});
+
+describe('UserProfileOut.totalPayment', () => {
+  it('sums the payments received, paid as a client and earned as a coach, in their currency', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { price: 40.4, priceCurrency: 'EUR' });
+    const client = await m.client();
+    const book = async (slot: string) => {
+      const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+        token: client.token,
+        body: { slots: [slot] },
+      });
+      expect(res.status).toBe(200);
+      return res.body[0].paymentId as string;
+    };
+    const pay = async (paymentId: string, status: string) => {
+      const res = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+        token: m.service(),
+        body: { status },
+      });
+      expect(res.status).toBe(200);
+    };
+    const totals = async (who: { token: string }) => {
+      const res = await upload(who.token, [{ name: 'file', ...png() }]);
+      expect(res.status).toBe(200);
+      return [res.body.totalPayment, res.body.totalPaymentCurrency];
+    };
+    const p1 = await book('2026-12-02T10:00:00');
+    expect(await totals(client)).toEqual([0, '']); // awaiting: nothing received yet
+    await pay(p1, 'checkout');
+    await pay(p1, 'received');
+    const p2 = await book('2026-12-03T10:00:00');
+    await pay(p2, 'checkout');
+    await pay(p2, 'received');
+    await pay(p2, 'delivered');
+    const p3 = await book('2026-12-04T10:00:00');
+    await pay(p3, 'checkout');
+    await pay(p3, 'received');
+    await pay(p3, 'refund'); // paid back: not counted
+    expect(await totals(client)).toEqual([81, 'EUR']); // 40.4 + 40.4, rounded to a whole unit
+    expect(await totals(coach)).toEqual([81, 'EUR']);
+    expect(await totals(await m.client())).toEqual([0, '']);
+  });
+});
