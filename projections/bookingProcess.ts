@@ -15,6 +15,7 @@ import { fold } from '../src/decider';
 import { handleCommand } from '../src/commandHandler';
 import type { EventMetadata, EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Projection } from './runner';
+import { LEASES } from '../src/leases';
 
 export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
 
@@ -45,6 +46,7 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
 
   return {
     name: 'booking-process',
+    lease: LEASES.bookingProcess,
     handles: ['SlotsReserved', 'SessionDeclined', 'SessionCanceled', 'PaymentStatusChanged'],
     async react(recorded) {
       const metadata = metadataFor(recorded);

@@ -14,6 +14,7 @@ import type { MailMessage, Mailer } from '../src/mail/mailer';
 import { deliveries } from '../src/mail/delivery';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
+import { LEASES } from '../src/leases';
 
 interface Delivery {
   recipient: string;
@@ -97,6 +98,7 @@ export function emailProcess(deps: {
 
   return {
     name: 'email-process',
+    lease: LEASES.mail,
     handles: [...NOTIFYING_SESSION_EVENTS, 'EmailRequested'],
     async react(recorded) {
       for (const d of await deliveriesOf(recorded)) await deliver(recorded, d);

@@ -12,6 +12,7 @@ import { handleCommand } from '../src/commandHandler';
 import type { EventStore } from '../src/eventstore/types';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
+import { LEASES } from '../src/leases';
 
 /**
  * Process manager of in-app notifications: each session event that notifies someone creates one
@@ -21,6 +22,7 @@ import type { Projection } from './runner';
 export function notificationProcess(store: EventStore): Projection {
   return {
     name: 'notification-process',
+    lease: LEASES.notificationProcess,
     handles: NOTIFYING_SESSION_EVENTS,
     async react(recorded) {
       const event = { type: recorded.type, data: recorded.data } as BookingEvent;

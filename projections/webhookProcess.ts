@@ -4,6 +4,7 @@ import { uuidFrom } from '../commands/notifications/sessionNotices';
 import type { Database } from '../src/db/database';
 import type { EventStore } from '../src/eventstore/types';
 import type { Projection } from './runner';
+import { LEASES } from '../src/leases';
 
 /** What a webhook receives for each new notification of its user (the body is fixed when queued). */
 export interface WebhookPayload {
@@ -39,6 +40,7 @@ export function webhookProcess(deps: {
 }): Projection {
   return {
     name: 'webhook-process',
+    lease: LEASES.webhooks,
     handles: ['NotificationCreated'],
     async react(recorded) {
       const n = recorded.data as NotificationFields;

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import type { ServerTimeouts } from './http/server';
 
@@ -37,6 +38,10 @@ export interface Config {
    * `allowLoopback` lets channels name http:// and loopback/private addresses (tests, local development).
    */
   webhooks: { signingKey: string | null; usingDevKey: boolean; allowLoopback: boolean };
+  /** This instance's name among several (`INSTANCE_ID`, else host and pid); each start adds a suffix. */
+  instanceName: string;
+  /** A process manager's lease lasts this long unrenewed: the longest its work waits when its owner dies. */
+  leaseTtlMs: number;
 }
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me';
@@ -150,5 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),
     metricsToken: env.METRICS_TOKEN || undefined,
     webhooks: webhookConfig(env),
+    instanceName: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
+    leaseTtlMs: Math.max(1000, positiveInt(env, 'LEASE_TTL_MS', 5000)),
   };
 }

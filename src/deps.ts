@@ -6,6 +6,7 @@ import type { BlobStore } from './storage';
 import type { Mailer } from './mail/mailer';
 import type { Metrics } from './metrics';
 import type { ProjectionRunner } from '../projections/runner';
+import type { Leases } from './leases';
 
 /** What routes are built from. Clock and ids are injected so tests and replays control them. */
 export interface AppDeps {
@@ -21,4 +22,6 @@ export interface AppDeps {
   mailer: Mailer;
   /** Prometheus registry and the wrappers that feed it. */
   metrics: Metrics;
+  /** Which process managers and sweepers this instance runs (one owner each across instances). */
+  leases: Leases;
 }

@@ -2,6 +2,20 @@ import { performance } from 'node:perf_hooks';
 import type { Database, Queryable } from './db/database';
 import type { Logger } from './log';
 
+/**
+ * The work that must run on one instance at a time: the process managers (effects on other streams, mail)
+ * and the sweepers. Read-model projections run on every instance (their checkpoint row decides).
+ */
+export const LEASES = {
+  bookingProcess: 'booking-process',
+  notificationProcess: 'notification-process',
+  /** The e-mail process manager and the deferred-mail retry: one sender of mail. */
+  mail: 'mail',
+  paymentExpiry: 'payment-expiry',
+  /** The webhook process manager (queues deliveries) and the dispatcher (sends them). */
+  webhooks: 'webhooks',
+} as const;
+
 /** What `/healthz` shows of a lease: who holds it and until when. */
 export interface LeaseInfo {
   name: string;

@@ -1,6 +1,7 @@
 import type { Database } from './db/database';
 import type { EventStore } from './eventstore/types';
 import type { Logger } from './log';
+import { LEASES, type Leases } from './leases';
 import { deliveries } from './mail/delivery';
 import type { Mailer } from './mail/mailer';
 
@@ -26,13 +27,18 @@ export function createMailRetry(
     clock: () => Date;
     log: Logger;
     leaseMs: number;
+    /** With several instances, mail goes out from the holder of the mail lease only. */
+    leases?: Leases;
   },
   intervalMs = 30_000,
 ): MailRetry {
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<number> | null = null;
+  let unwatch: (() => void) | undefined;
+  const owner = () => !deps.leases || deps.leases.holds(LEASES.mail);
 
   const retryOnce = async (now: Date): Promise<number> => {
+    if (!owner()) return 0;
     const ledger = deliveries({ ...deps, clock: () => now });
     const due = await deps.db.query<{ stream: string; cause_event_id: string }>(
       `(SELECT stream, cause_event_id, next_attempt_at AS due FROM email_deliveries
@@ -45,6 +51,7 @@ export function createMailRetry(
     );
     let sent = 0;
     for (const row of due.rows) {
+      if (!owner()) break; // lost the lease: the new owner sends the rest
       const metadata = { causationId: row.cause_event_id, correlationId: row.cause_event_id };
       const claimed = await ledger.claim(row.stream, undefined, metadata);
       if (!claimed) continue; // sent, re-claimed or not due after all: the ledger says so
@@ -73,8 +80,13 @@ export function createMailRetry(
     start() {
       timer = setInterval(tick, intervalMs);
       timer.unref();
+      // Taking the mail lease over: what the previous owner deferred or left half-sent goes out from here.
+      unwatch = deps.leases?.watch(LEASES.mail, (held) => {
+        if (held) void tick();
+      });
     },
     async stop() {
+      unwatch?.();
       if (timer) clearInterval(timer);
       timer = null;
       await running?.catch(() => undefined);

@@ -149,6 +149,8 @@ export async function measureLag(
   const head = await store.headPosition();
   const out = new Map<string, { events: number; seconds: number }>();
   for (const p of runner.status()) {
+    // A process manager on standby runs on another instance: its lag is measured there.
+    if (p.state === 'standby') continue;
     const at: Position = p.position
       ? { commit: BigInt(p.position.commit), prepare: BigInt(p.position.prepare) }
       : START;

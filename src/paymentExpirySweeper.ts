@@ -2,6 +2,7 @@ import { handleCommand } from './commandHandler';
 import type { Database } from './db/database';
 import type { EventMetadata, EventStore } from './eventstore/types';
 import type { Logger } from './log';
+import { LEASES, type Leases } from './leases';
 import { paymentDecider } from '../commands/payments/decider';
 import { paymentStream } from '../commands/payments/events';
 
@@ -21,7 +22,7 @@ export interface PaymentExpirySweeper {
  * `intervalMs`. Each expiry goes through the decider, which does nothing to a payment received meanwhile.
  */
 export function createPaymentExpirySweeper(
-  deps: { db: Database; store: EventStore; clock: () => Date; log: Logger },
+  deps: { db: Database; store: EventStore; clock: () => Date; log: Logger; leases?: Leases },
   intervalMs = 5000,
   batchSize = 100,
 ): PaymentExpirySweeper {
@@ -29,7 +30,12 @@ export function createPaymentExpirySweeper(
   let running: Promise<number> | null = null;
   let stopped = false;
 
+  // With several instances one sweeps (the holder of the lease), and stops at once when it loses it.
+  const owner = () => !deps.leases || deps.leases.holds(LEASES.paymentExpiry);
+  let unwatch: (() => void) | undefined;
+
   const sweepOnce = async (): Promise<number> => {
+    if (!owner()) return 0;
     const now = deps.clock().toISOString();
     const due = await deps.db.query<{ id: string }>(
       `SELECT payment_id AS id FROM payment_expiry_due WHERE expires_at <= $1 AND NOT in_flight
@@ -38,6 +44,7 @@ export function createPaymentExpirySweeper(
     );
     let expired = 0;
     for (const { id } of due.rows) {
+      if (!owner()) break;
       const metadata: EventMetadata = { actor: SYSTEM_ACTOR, correlationId: `expiry-${id}` };
       try {
         const outcome = await handleCommand(
@@ -81,9 +88,14 @@ export function createPaymentExpirySweeper(
     start() {
       stopped = false;
       tick();
+      // Taking the lease over (its owner died or stopped): sweep at once rather than at the next tick.
+      unwatch = deps.leases?.watch(LEASES.paymentExpiry, (held) => {
+        if (held && !stopped) void sweep().catch(() => 0);
+      });
     },
     async stop() {
       stopped = true;
+      unwatch?.();
       if (timer) clearTimeout(timer);
       timer = null;
       await running?.catch(() => 0);

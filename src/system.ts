@@ -20,6 +20,7 @@ import { createMailer } from './mail/mailer';
 import { createMailRetry } from './mailRetry';
 import { createMetrics } from './metrics';
 import { createWebhookDispatcher } from './webhooks/dispatcher';
+import { LEASES, createLocalLeases, createPgLeases } from './leases';
 
 export interface System {
   deps: AppDeps;
@@ -72,7 +73,13 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   const store = metrics.instrumentStore(rawStore);
   const clock = overrides.clock ?? (() => new Date());
   const mailer = metrics.instrumentMailer(createMailer(config));
-  const webhooks = createWebhookDispatcher({ db, clock, log, config });
+  // Each start is a new owner: a restarted process never mistakes its predecessor's leases for its own.
+  const instanceId = `${config.instanceName}-${randomUUID().slice(0, 8)}`;
+  const leases =
+    db.kind === 'pg'
+      ? createPgLeases(db, { instanceId, names: Object.values(LEASES), ttlMs: config.leaseTtlMs, log })
+      : createLocalLeases({ instanceId, names: Object.values(LEASES) });
+  const webhooks = createWebhookDispatcher({ db, clock, log, config, leases });
   const runner = createProjectionRunner(
     store,
     db,
@@ -86,8 +93,11 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
       onWebhookQueued: () => webhooks.kick(),
     }),
     log,
+    { leases },
   );
   metrics.watchProjections(store, runner);
+  // Leases first: a single instance owns its process managers from the start.
+  await leases.start();
   await runner.start();
   const deps: AppDeps = {
     config,
@@ -100,6 +110,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     blobs: await openBlobStore(config),
     mailer,
     metrics,
+    leases,
   };
   const expirySweeper = createPaymentExpirySweeper(deps);
   expirySweeper.start();
@@ -118,6 +129,8 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
       await mailRetry.stop();
       await webhooks.stop();
       await runner.stop();
+      // Given up only once nothing here acts any more; another instance takes over at its next renewal.
+      await leases.stop();
       mailer.close();
       if (!overrides.store) await store.close();
       if (!overrides.db) await db.close();

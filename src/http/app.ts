@@ -50,9 +50,10 @@ export function createApp(deps: AppDeps): Koa {
         () => 'ok',
         (e: unknown) => `down: ${e instanceof Error ? e.message : String(e)}`,
       );
-    const [eventStore, database] = await Promise.all([
+    const [eventStore, database, leases] = await Promise.all([
       check(() => deps.store.ping()),
       check(() => deps.db.query('SELECT 1')),
+      deps.leases.status().catch(() => null),
     ]);
     const projections = deps.runner.status();
     const healthy =
@@ -62,6 +63,9 @@ export function createApp(deps: AppDeps): Koa {
       status: healthy ? 'ok' : 'degraded',
       eventStore: { kind: deps.store.kind, status: eventStore },
       database: { kind: deps.db.kind, status: database },
+      // Which instance runs each process manager and sweeper (null when the database does not answer).
+      instance: deps.leases.instanceId,
+      leases,
       projections,
     };
   });

@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { Database } from '../db/database';
 import type { Logger } from '../log';
+import { LEASES, type Leases } from '../leases';
 import { SIGNATURE_HEADER, channelSecret, signatureHeader } from './signing';
 import { WebhookTargetError, postWebhook } from './target';
 
@@ -39,13 +40,14 @@ interface Due {
  * drop the repeat. That is the one case of a second send.
  */
 export function createWebhookDispatcher(
-  deps: { db: Database; clock: () => Date; log: Logger; config: Pick<Config, 'webhooks'> },
+  deps: { db: Database; clock: () => Date; log: Logger; config: Pick<Config, 'webhooks'>; leases?: Leases },
   intervalMs = 1000,
 ): WebhookDispatcher {
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<number> | null = null;
   let again = false;
   let stopped = false;
+  let unwatch: (() => void) | undefined;
 
   const attempt = async (row: Due, now: Date, signingKey: string): Promise<boolean> => {
     const n = row.attempts + 1;
@@ -111,6 +113,8 @@ export function createWebhookDispatcher(
   const pass = async (now: Date): Promise<number> => {
     const signingKey = deps.config.webhooks.signingKey;
     if (signingKey === null) return 0; // no key: nothing can be signed (see src/config.ts)
+    // With several instances, webhooks go out from the holder of their lease only.
+    if (deps.leases && !deps.leases.holds(LEASES.webhooks)) return 0;
     const due = await deps.db.query<Due>(
       `UPDATE webhook_deliveries SET status = 'sending', claimed_at = $1
        WHERE id IN (
@@ -160,9 +164,14 @@ export function createWebhookDispatcher(
       stopped = false;
       timer = setInterval(background, intervalMs);
       timer.unref();
+      // Taking the lease over: what the previous owner left pending goes out now.
+      unwatch = deps.leases?.watch(LEASES.webhooks, (held) => {
+        if (held && !stopped) setImmediate(background);
+      });
     },
     async stop() {
       stopped = true;
+      unwatch?.();
       if (timer) clearInterval(timer);
       timer = null;
       await running?.catch(() => undefined);

@@ -228,6 +228,20 @@ describe('saved addresses (endpoints 32, 33)', () => {
     expect(ok.body.projections).toEqual(
       expect.arrayContaining([expect.objectContaining({ name: 'addresses', state: 'running' })]),
     );
+    // One instance: it owns every process manager and sweeper, and says so.
+    expect(ok.body.instance).toEqual(expect.any(String));
+    expect(ok.body.leases.map((l: { name: string }) => l.name)).toEqual([
+      'booking-process',
+      'mail',
+      'notification-process',
+      'payment-expiry',
+      'webhooks',
+    ]);
+    for (const lease of ok.body.leases) expect(lease).toMatchObject({ owner: ok.body.instance, mine: true });
+    expect(ok.body.projections.find((p: { name: string }) => p.name === 'email-process')).toMatchObject({
+      state: 'running',
+      lease: { name: 'mail', held: true },
+    });
     // An event the read model cannot store (no fields) stops the projection loudly instead of skipping it.
     await t.system.deps.store.append(`addresses-${randomUUID()}`, [
       { type: 'AddressAdded', data: { addressId: randomUUID(), userId: randomUUID() } },
