@@ -4,6 +4,7 @@ import type { EventStore } from '../src/eventstore/types';
 import { calendarProjection } from './calendar';
 import { sessionsProjection } from './sessions';
 import { bookingProcess } from './bookingProcess';
+import { bookingListProcess } from './bookingListProcess';
 import { paymentsProjection } from './payments';
 import { paymentHistoryProjection } from './paymentHistory';
 import { paymentExpiryProjection } from './paymentExpiry';
@@ -48,6 +49,7 @@ export const allProjections = (ctx: {
   calendarProjection,
   sessionsProjection,
   bookingProcess(ctx.store, ctx.clock),
+  bookingListProcess(ctx.store),
   videosProjection,
   profileMediaProjection,
   notificationsProjection,

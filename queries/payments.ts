@@ -1,22 +1,10 @@
 import Router from '@koa/router';
 import type { PaymentRecord } from '../commands/payments/decider';
 import { PaymentIdPath } from '../commands/payments/codecs';
-import { CLOSED_STATUSES } from '../commands/payments/transitions';
-import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal } from '../src/http/auth';
 import { decode } from '../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../src/resources/payment';
-
-/** Endpoint 17: the client's newest payment that is not closed (canceled, deleted, delivered). */
-export async function newestOpenPaymentOf(db: Queryable, clientId: string): Promise<string | null> {
-  const res = await db.query<{ id: string }>(
-    `SELECT id FROM payments WHERE client_id = $1 AND NOT (status = ANY($2))
-     ORDER BY created_at DESC, seq DESC LIMIT 1`,
-    [clientId, [...CLOSED_STATUSES]],
-  );
-  return res.rows[0]?.id ?? null;
-}
 
 const iso = (v: unknown) => new Date(v as string | Date).toISOString();
 

@@ -1,11 +1,14 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
-import type { Actor, BookingEvent, SessionState } from './events';
+import type { BookingTerms } from '../calendar/events';
+import type { BookingEvent, SessionState } from './events';
 
 export interface SessionView {
   state: SessionState;
   startsAt: string;
   endsAt: string;
+  /** The local label the client booked, in the booking's zone. */
+  slot: string;
   reviewed: boolean;
 }
 
@@ -17,11 +20,17 @@ export interface Booking {
   paymentId: string;
   cancellationHours: number;
   sessions: Map<string, SessionView>;
+  /** What the Session reply shows, as booked. */
+  terms: BookingTerms | null;
+  timezone: string;
+  bookedAt: string;
 }
 
-/** Who asks: the session's client, its coach, or the system (payment expiry and cancellation). */
+/**
+ * Who asks: a user. Whether it acts as the session's coach or its client is read from the booking itself,
+ * so a route needs no read model to tell; the system acts through CancelGroup only.
+ */
 export interface By {
-  actor: Actor;
   userId: string;
 }
 
@@ -56,6 +65,9 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
     paymentId: '',
     cancellationHours: 0,
     sessions: new Map(),
+    terms: null,
+    timezone: '',
+    bookedAt: '',
   }),
 
   evolve(state, event) {
@@ -77,9 +89,12 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
           sessions: new Map(
             d.sessions.map((s) => [
               s.sessionId,
-              { state: 'new', startsAt: s.startsAt, endsAt: s.endsAt, reviewed: false },
+              { state: 'new', startsAt: s.startsAt, endsAt: s.endsAt, slot: s.slot, reviewed: false },
             ]),
           ),
+          terms: d.terms,
+          timezone: d.timezone,
+          bookedAt: d.bookedAt,
         };
       }
       case 'SessionApproved':
@@ -125,13 +140,9 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
 
     const session = state.sessions.get(command.sessionId);
     // Someone who is neither party learns nothing, not even that the session exists.
-    const party =
-      command.by.userId === state.coachId ||
-      command.by.userId === state.clientId ||
-      command.by.actor === 'system';
-    if (!session || !party) return left(notFound);
-    const isCoach = command.by.actor === 'coach' && command.by.userId === state.coachId;
-    const isClient = command.by.actor === 'client' && command.by.userId === state.clientId;
+    const isCoach = command.by.userId === state.coachId;
+    const isClient = command.by.userId === state.clientId;
+    if (!session || !(isCoach || isClient)) return left(notFound);
     const now = Date.parse(command.now);
     const base = ref(command.sessionId);
 

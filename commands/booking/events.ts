@@ -50,3 +50,23 @@ export type BookingEvent =
   | SessionReviewed;
 
 export const bookingStream = (groupId: string) => `booking-${groupId}`;
+
+/**
+ * One entry of a client's own list of bookings (`bookings-of-<clientId>`): the write side's way from a
+ * client to its payments (endpoint 17) and from a session id to its booking stream. Appended when the
+ * booking is completed; a crash may list a booking twice, so readers keep the first entry per group.
+ */
+export type BookingListed = DomainEvent<
+  'BookingListed',
+  {
+    groupId: string;
+    clientId: string;
+    coachId: string;
+    serviceId: string;
+    paymentId: string;
+    sessionIds: string[];
+    bookedAt: string;
+  }
+>;
+
+export const clientBookingsStream = (clientId: string) => `bookings-of-${clientId}`;

@@ -8,15 +8,16 @@ import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/comman
 import { HttpError, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, decode } from '../../src/http/validation';
-// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
-import { findSession } from '../../queries/sessions';
-import { toSessionOut } from '../../src/resources/session';
+import { sessionRecordOf, toSessionOut } from '../../src/resources/session';
 import { addressBook } from '../addresses/decider';
 import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
+import { bookingOfSession, listBooking } from './clientBookings';
 import { completeBooking } from './complete';
+import { paymentDecider } from '../payments/decider';
+import { paymentStream } from '../payments/events';
 import { booking, type BookingCommand, type By } from './decider';
 import { bookingStream } from './events';
 import { service } from '../services/decider';
@@ -111,13 +112,16 @@ export function bookingCommands(deps: AppDeps): Router {
     const reserved = outcome.events[0]!.data as SlotsReserved['data'];
     // The hold is the booking: once it is stored, a failure to write the sessions and payment is healed by
     // the booking process manager, so the client is told it booked rather than sent to retry into a 409.
-    const last = await completeBooking(deps.store, reserved, metadata).catch((err: unknown) => {
-      deps.log.error('booking held but not completed; the booking process will complete it', {
-        groupId,
-        error: err instanceof Error ? err.message : String(err),
+    // Listed first: once the client's list names the booking, endpoint 17 and the lifecycle find it.
+    const last = await listBooking(deps.store, reserved, metadata)
+      .then(() => completeBooking(deps.store, reserved, metadata))
+      .catch((err: unknown) => {
+        deps.log.error('booking held but not completed; the booking process will complete it', {
+          groupId,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return null;
       });
-      return null;
-    });
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
     ctx.body = reserved.sessions.map((s) =>
       toSessionOut({
@@ -145,18 +149,18 @@ export function bookingCommands(deps: AppDeps): Router {
     build: (sessionId: string, by: By, now: string) => BookingCommand,
   ) => {
     const sessionId = decode(SessionPath, ctx.params, 'path').session_id.toLowerCase();
-    const p = currentPrincipal(ctx);
-    const session = await findSession(deps.db, sessionId);
-    if (!session || (session.coachId !== p.userId && session.clientId !== p.userId))
-      throw notFound('session_not_found', 'no such session');
-    const by: By = { actor: session.coachId === p.userId ? 'coach' : 'client', userId: p.userId };
+    const { userId } = currentPrincipal(ctx);
+    // The booking stream is found from the caller's own streams (its bookings as client, its calendar as
+    // coach), never from the sessions read model: a session booked a moment ago is there already.
+    const groupId = await bookingOfSession(deps.store, userId, sessionId);
+    if (!groupId) throw notFound('session_not_found', 'no such session');
     const now = deps.clock().toISOString();
-    const { events } = await runCommand(
+    const { events, state } = await runCommand(
       deps,
       ctx,
-      bookingStream(session.groupId),
+      bookingStream(groupId),
       booking,
-      build(sessionId, by, now),
+      build(sessionId, { userId }, now),
       ['sessions', 'reviews', 'completed_sessions'],
     );
     const freed = events.find((e) => e.type === 'SessionDeclined' || e.type === 'SessionCanceled');
@@ -166,12 +170,12 @@ export function bookingCommands(deps: AppDeps): Router {
       await runCommand(
         deps,
         ctx,
-        calendarStream(session.coachId),
+        calendarStream(state.coachId),
         calendar,
         {
           type: 'ReleaseSlots',
-          coachId: session.coachId,
-          groupId: session.groupId,
+          coachId: state.coachId,
+          groupId,
           sessionIds: [sessionId],
           reason: freed.type === 'SessionDeclined' ? 'declined' : 'canceled',
           now,
@@ -184,7 +188,8 @@ export function bookingCommands(deps: AppDeps): Router {
         }),
       );
     }
-    ctx.body = toSessionOut((await findSession(deps.db, sessionId))!);
+    const payment = await readState(deps.store, paymentStream(state.paymentId), paymentDecider);
+    ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);
   };
 
   router.post('/api/v1/session/:session_id/approve', authenticated(), (ctx) =>

@@ -3,14 +3,14 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
 import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
+import { HttpError } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
-// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
-import { newestOpenPaymentOf } from '../../queries/payments';
 import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
 import { PaymentIdPath, PaymentUpdateBody, UserIdPath } from './codecs';
 import { paymentDecider, type PaymentCommand } from './decider';
 import { paymentStream } from './events';
+import { newestOpenPayment } from './newestOpen';
 
 /** The read models a payment command changes: a later GET (or endpoint 17) sees the write. */
 const PAYMENT_READ_MODELS = ['payments', 'payment_history', 'payment_expiry'];
@@ -75,9 +75,11 @@ export function paymentCommands(deps: AppDeps): Router {
   router.post('/api/v1/payment/private/user/:user_id/update', service, idempotent(deps.db), async (ctx) => {
     const userId = decode(UserIdPath, ctx.params, 'path').user_id.toLowerCase();
     const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
-    const paymentId = await newestOpenPaymentOf(deps.db, userId);
-    if (!paymentId) throw paymentNotFound();
-    ctx.body = await update(ctx, paymentId, body);
+    const found = await newestOpenPayment(deps.store, userId);
+    if (found === 'none') throw paymentNotFound();
+    if (found === 'pending')
+      throw new HttpError(409, 'conflict', "the user's newest payment is still being created; retry shortly");
+    ctx.body = await update(ctx, found.paymentId, body);
   });
   return router;
 }

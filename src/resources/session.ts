@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import type { Booking } from '../../commands/booking/decider';
 import type { BookingTerms } from '../../commands/calendar/events';
 import { dayMonthYear } from '../../commands/calendar/slots';
 
@@ -60,3 +61,25 @@ export const toSessionOut = (s: SessionRecord) => ({
 });
 
 export type SessionOut = ReturnType<typeof toSessionOut>;
+
+/** A session's record from its booking's own stream (and its payment's status): exact while read models lag. */
+export function sessionRecordOf(b: Booking, sessionId: string, paymentState: string): SessionRecord | null {
+  const s = b.sessions.get(sessionId);
+  if (!s || !b.groupId || !b.terms) return null;
+  return {
+    id: sessionId,
+    groupId: b.groupId,
+    coachId: b.coachId,
+    clientId: b.clientId,
+    serviceId: b.serviceId,
+    state: s.state,
+    paymentState,
+    startsAt: s.startsAt,
+    endsAt: s.endsAt,
+    slot: s.slot,
+    timezone: b.timezone,
+    terms: b.terms,
+    bookedAt: b.bookedAt,
+    reviewed: s.reviewed,
+  };
+}

@@ -1,4 +1,6 @@
-import { eventually, marketplace } from '../support/marketplace';
+import { randomUUID } from 'node:crypto';
+import type { SlotsReserved } from '../../commands/calendar/events';
+import { bookingTerms, eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /**
@@ -81,5 +83,141 @@ describe('booking decides on the service stream, not the services read model', (
     expect(booked.body[0]).toMatchObject({ price: 65, serviceId: repriced });
     const payment = await t.system.deps.store.readStream(`payment-${booked.body[0].paymentId}`);
     expect(payment.events[0]!.data).toMatchObject({ price: 65 });
+  });
+});
+
+describe("endpoint 17 finds the user's newest open payment on the write side", () => {
+  let t: TestSystem;
+  let m: ReturnType<typeof marketplace>;
+  beforeAll(async () => {
+    t = await startTestSystem({ clock: () => NOW });
+    m = marketplace(t);
+  });
+  afterAll(() => t.close());
+
+  it('updates the newest payment even when only the older one is in the payments read model', async () => {
+    const coach = await m.coach();
+    const [first, second] = [await m.offering(coach), await m.offering(coach)];
+    const client = await m.client();
+    const book = (serviceId: string, slot: string) =>
+      t.request('POST', `/api/v1/service/${serviceId}`, { token: client.token, body: { slots: [slot] } });
+    const older = await book(first, '2026-12-02T10:00:00');
+    expect(older.status).toBe(200);
+    const olderId = older.body[0].paymentId;
+    const asClient = { token: client.token };
+    expect((await t.request('GET', `/api/v1/payment/${olderId}`, asClient)).status).toBe(200);
+
+    await breakReadModel(t, 'payments');
+    const newer = await book(second, '2026-12-02T12:00:00');
+    expect(newer.status).toBe(200);
+    const newerId = newer.body[0].paymentId;
+    await failed(t, 'payments');
+    // Not in the read model...
+    expect((await t.request('GET', `/api/v1/payment/${newerId}`, asClient)).status).toBe(404);
+
+    // ...yet the provider's update lands on it, not on the older payment.
+    const res = await t.request('POST', `/api/v1/payment/private/user/${client.id}/update`, {
+      token: m.service(),
+      body: { status: 'checkout' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'checkout', serviceId: second, clientId: client.id });
+    const types = async (id: string) =>
+      (await t.system.deps.store.readStream(`payment-${id}`)).events.map((e) => e.type);
+    expect(await types(newerId)).toEqual(['PaymentCreated', 'PaymentStatusChanged']);
+    expect(await types(olderId)).toEqual(['PaymentCreated']);
+  });
+
+  it('lists a hold no request listed (a crash, or a booking from before lists existed), and 17 then finds it', async () => {
+    const coachId = randomUUID();
+    const clientId = randomUUID();
+    const terms = bookingTerms({ paymentExpiresAt: '2026-12-02T08:00:00.000Z' });
+    const hold: SlotsReserved['data'] = {
+      coachId,
+      groupId: randomUUID(),
+      serviceId: randomUUID(),
+      clientId,
+      groupSession: false,
+      maxGroupSize: 1,
+      timezone: 'Europe/Berlin',
+      sessions: [
+        {
+          sessionId: randomUUID(),
+          startsAt: '2026-12-02T09:00:00.000Z',
+          endsAt: '2026-12-02T10:00:00.000Z',
+          slot: SLOT,
+        },
+      ],
+      terms,
+      reservedAt: NOW.toISOString(),
+    };
+    await t.system.deps.store.append(`calendar-${coachId}`, [{ type: 'SlotsReserved', data: hold }]);
+    const listed = await eventually(
+      async () => (await t.system.deps.store.readStream(`bookings-of-${clientId}`)).events,
+      (events) => events.length > 0,
+    );
+    expect(listed.map((e) => e.data)).toEqual([
+      expect.objectContaining({ groupId: hold.groupId, paymentId: terms.paymentId }),
+    ]);
+    const res = await eventually(
+      () =>
+        t.request('POST', `/api/v1/payment/private/user/${clientId}/update`, {
+          token: m.service(),
+          body: { status: 'checkout' },
+        }),
+      (r) => r.status === 200,
+    );
+    expect(res.body).toMatchObject({ status: 'checkout', serviceId: hold.serviceId });
+  });
+});
+
+describe('session lifecycle loads the booking stream, not the sessions read model', () => {
+  let t: TestSystem;
+  let m: ReturnType<typeof marketplace>;
+  beforeAll(async () => {
+    t = await startTestSystem({ clock: () => NOW });
+    m = marketplace(t);
+  });
+  afterAll(() => t.close());
+
+  it('approves and cancels a session the sessions read model has never seen; strangers get 404', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 2 });
+    const client = await m.client();
+    await breakReadModel(t, 'sessions');
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: [SLOT, '2026-12-03T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const [s1, s2] = booked.body.map((s: { id: string }) => s.id);
+    await failed(t, 'sessions');
+    expect((await t.request('GET', `/api/v1/session/${s1}`, { token: client.token })).status).toBe(404);
+
+    const act = (token: string, id: string, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${id}/${action}`, { token, body });
+    const approved = await act(coach.token, s1, 'approve');
+    expect(approved.status).toBe(200);
+    expect(approved.body).toMatchObject({
+      id: s1,
+      state: 'approved',
+      paymentState: 'awaiting',
+      coachId: coach.id,
+      clientId: client.id,
+      serviceId,
+      slot: SLOT,
+      name: 'Tennis basics',
+    });
+    // The client may not approve (its role is read from the booking), and may cancel its other session.
+    expect((await act(client.token, s2, 'approve')).status).toBe(403);
+    const canceled = await act(client.token, s2, 'cancel', { reason: 'busy' });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body).toMatchObject({ id: s2, state: 'canceled' });
+
+    const stranger = await m.client();
+    expect((await act(stranger.token, s1, 'cancel', {})).body).toMatchObject({ error: 'session_not_found' });
+    const otherCoach = await m.coach();
+    expect((await act(otherCoach.token, s1, 'complete')).status).toBe(404);
+    expect((await act(coach.token, '00000000-0000-4000-8000-000000000000', 'approve')).status).toBe(404);
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { paymentStream } from '../../commands/payments/events';
+import { clientBookingsStream, type BookingListed } from '../../commands/booking/events';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 const T0 = Date.parse('2026-03-03T13:00:00.000Z');
@@ -31,6 +32,19 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       expiresAt: new Date(now.getTime() + (opts.expiresInMs ?? HOUR)).toISOString(),
       createdAt: now.toISOString(),
     };
+    // As a booking writes it: listed on the client's bookings, then the payment itself.
+    const listed: BookingListed['data'] = {
+      groupId: p.groupId,
+      clientId: p.clientId,
+      coachId: p.coachId,
+      serviceId: p.serviceId,
+      paymentId: p.paymentId,
+      sessionIds: [],
+      bookedAt: p.createdAt,
+    };
+    await t.system.deps.store.append(clientBookingsStream(p.clientId), [
+      { type: 'BookingListed', data: listed },
+    ]);
     const res = await t.system.deps.store.append(paymentStream(p.paymentId), [
       { type: 'PaymentCreated', data: p, metadata: { actor: { userId: p.clientId, role: 'client' } } },
     ]);

@@ -1,0 +1,90 @@
+import type { EventMetadata, EventStore, NewEvent } from '../../src/eventstore/types';
+import { WrongExpectedRevisionError } from '../../src/eventstore/types';
+import type { SlotsReserved } from '../calendar/events';
+import { calendarStream } from '../calendar/events';
+import { clientBookingsStream, type BookingListed } from './events';
+
+/**
+ * Lookups the write side answers from streams alone, never from a read model: a client's bookings (its
+ * list `bookings-of-<clientId>`) and the booking a session belongs to.
+ */
+
+export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
+  type: 'BookingListed',
+  data: {
+    groupId: reserved.groupId,
+    clientId: reserved.clientId,
+    coachId: reserved.coachId,
+    serviceId: reserved.serviceId,
+    paymentId: reserved.terms.paymentId,
+    sessionIds: reserved.sessions.map((s) => s.sessionId),
+    bookedAt: reserved.reservedAt,
+  },
+});
+
+/** The client's bookings, newest first, each once. */
+export async function clientBookings(store: EventStore, clientId: string): Promise<BookingListed['data'][]> {
+  const { events } = await store.readStream(clientBookingsStream(clientId));
+  const seen = new Set<string>();
+  const listed: BookingListed['data'][] = [];
+  for (const e of events) {
+    const d = (e as unknown as BookingListed).data;
+    if (e.type !== 'BookingListed' || seen.has(d.groupId)) continue;
+    seen.add(d.groupId);
+    listed.push(d);
+  }
+  // Appended in booking order except after a crash healed later: the booking time decides.
+  return listed.reverse().sort((a, b) => Date.parse(b.bookedAt) - Date.parse(a.bookedAt));
+}
+
+/** The booking route lists a booking without reading the list first (a rare duplicate is harmless). */
+export const listBooking = (store: EventStore, reserved: SlotsReserved['data'], metadata: EventMetadata) =>
+  store.append(clientBookingsStream(reserved.clientId), [{ ...listingOf(reserved), metadata }], {
+    expectedRevision: 'any',
+  });
+
+/** Lists a booking unless it is listed already: the process manager heals (and backfills) with this. */
+export async function ensureListed(
+  store: EventStore,
+  reserved: SlotsReserved['data'],
+  metadata: EventMetadata,
+): Promise<void> {
+  const stream = clientBookingsStream(reserved.clientId);
+  for (;;) {
+    const { events, revision } = await store.readStream(stream);
+    if (events.some((e) => (e.data as { groupId?: string }).groupId === reserved.groupId)) return;
+    const entry: NewEvent = { ...listingOf(reserved), metadata };
+    try {
+      await store.append(stream, [entry], {
+        expectedRevision: revision,
+      });
+      return;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err; // another booking listed: look again
+    }
+  }
+}
+
+/**
+ * The booking (group id) a session belongs to, if `userId` is one of its parties: found in the user's own
+ * list of bookings (as client) or on the user's calendar (as coach, where every hold is kept). Null when
+ * the session does not exist or the user is neither party, which callers answer alike.
+ */
+export async function bookingOfSession(
+  store: EventStore,
+  userId: string,
+  sessionId: string,
+): Promise<string | null> {
+  const [asClient, calendar] = await Promise.all([
+    clientBookings(store, userId),
+    store.readStream(calendarStream(userId)),
+  ]);
+  const listed = asClient.find((b) => b.sessionIds.includes(sessionId));
+  if (listed) return listed.groupId;
+  for (const e of calendar.events) {
+    if (e.type !== 'SlotsReserved') continue;
+    const d = e.data as SlotsReserved['data'];
+    if (d.sessions.some((s) => s.sessionId === sessionId)) return d.groupId;
+  }
+  return null;
+}

@@ -1,0 +1,24 @@
+import { ensureListed } from '../commands/booking/clientBookings';
+import type { SlotsReserved } from '../commands/calendar/events';
+import type { EventStore } from '../src/eventstore/types';
+import { SYSTEM_ACTOR } from './bookingProcess';
+import type { Projection } from './runner';
+
+/**
+ * Process manager that keeps every client's list of bookings (`bookings-of-<clientId>`) complete: the
+ * booking route lists a booking at once, and this lists any hold the route did not get to (a crash after
+ * holding), and, started from the beginning of the log, the bookings made before lists existed.
+ */
+export function bookingListProcess(store: EventStore): Projection {
+  return {
+    name: 'booking-list-process',
+    handles: ['SlotsReserved'],
+    async react(recorded) {
+      await ensureListed(store, recorded.data as SlotsReserved['data'], {
+        causationId: recorded.id,
+        correlationId: recorded.metadata.correlationId ?? recorded.id,
+        actor: SYSTEM_ACTOR,
+      });
+    },
+  };
+}
