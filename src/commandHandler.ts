@@ -29,6 +29,9 @@ export async function readState<E extends DomainEvent, S>(
 /**
  * Load, fold, decide, append with the revision read. A concurrent writer makes the append fail; the
  * command is then decided again on the fresh state, a few times, before giving up with a conflict.
+ * With `metadata.idempotencyTag` (a keyed HTTP request), events of the stream carrying the same tag are
+ * the outcome of an earlier run of the same request, returned instead of deciding again (one command per
+ * stream and keyed request, which every route keeps to).
  */
 export async function handleCommand<C, E extends DomainEvent, S>(
   store: EventStore,
@@ -38,10 +41,23 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   metadata: EventMetadata,
   retries = 8,
 ): Promise<CommandOutcome<E, S>> {
+  const tag = metadata.idempotencyTag;
   for (let attempt = 0; ; attempt++) {
     const { events: recorded, revision } = await store.readStream(streamName);
     const history = recorded.map((r) => ({ type: r.type, data: r.data }) as E);
     const state = history.reduce(decider.evolve, decider.initialState());
+    if (typeof tag === 'string') {
+      // A keyed request run again after a crash (or a concurrent repeat after the key's lease): what the
+      // first run stored in this stream is its outcome; deciding again could book twice or refuse.
+      const earlier = recorded.filter((r) => r.metadata.idempotencyTag === tag);
+      if (earlier.length)
+        return {
+          ok: true,
+          events: earlier.map((r) => ({ type: r.type, data: r.data }) as E),
+          state,
+          position: earlier[earlier.length - 1]!.position,
+        };
+    }
     const decided = decider.decide(command, state);
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;

@@ -10,6 +10,7 @@ import type { EventStore } from './eventstore/types';
 import { createSqlEventStore } from './eventstore/sql';
 import { createEsdbEventStore } from './eventstore/esdb';
 import { createApp } from './http/app';
+import { keyedNewId } from './http/idempotency';
 import type { AppDeps } from './deps';
 import { createLogger, type Logger } from './log';
 import { createProjectionRunner, type ProjectionRunner } from '../projections/runner';
@@ -106,7 +107,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     runner,
     log,
     clock,
-    newId: overrides.newId ?? randomUUID,
+    newId: keyedNewId(overrides.newId ?? randomUUID),
     blobs: await openBlobStore(config),
     mailer,
     metrics,

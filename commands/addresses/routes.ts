@@ -12,7 +12,7 @@ import { addressStream } from './events';
 export function addressCommands(deps: AppDeps): Router {
   const router = new Router();
   // 33. POST /api/v1/nav/addreses: answers the user's whole list, newest first, like GET.
-  router.post('/api/v1/nav/addreses', authenticated(), idempotent(deps.db), async (ctx) => {
+  router.post('/api/v1/nav/addreses', authenticated(), idempotent(deps), async (ctx) => {
     const body = decode(CreateAddressBody, ctx.request.body, 'body');
     const { userId } = currentPrincipal(ctx);
     const { isDefault, ...given } = body;

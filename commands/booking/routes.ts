@@ -56,7 +56,7 @@ export function bookingCommands(deps: AppDeps): Router {
 
   // 8. Book slots of a service: hold them on the coach's calendar (the one place that decides), then
   // create the sessions and the payment from the hold.
-  router.post('/api/v1/service/:service_id', requireRole('client'), idempotent(deps.db), async (ctx) => {
+  router.post('/api/v1/service/:service_id', requireRole('client'), idempotent(deps), async (ctx) => {
     const serviceId = decode(ServicePath, ctx.params, 'path').service_id.toLowerCase();
     const body = decode(BookingBody, ctx.request.body, 'body');
     const { userId } = currentPrincipal(ctx);

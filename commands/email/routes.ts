@@ -28,7 +28,7 @@ const SessionPath = t.type({ user_id: Uuid, session_id: Uuid });
 /** Private endpoints 18 to 23 (role `service`): each records an EmailRequested; the e-mail process sends it. */
 export function emailCommands(deps: AppDeps): Router {
   const router = new Router();
-  const guard = [requireRole('service'), idempotent(deps.db)];
+  const guard = [requireRole('service'), idempotent(deps)];
 
   const recipient = async (userId: string) => {
     const profile = await findProfile(deps.db, userId);

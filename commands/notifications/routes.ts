@@ -34,7 +34,7 @@ export function notificationCommands(deps: AppDeps): Router {
   });
 
   // 26. The caller's app reports these notifications delivered (displayed); the first report is recorded.
-  router.post('/api/v1/notification/event', authenticated(), idempotent(deps.db), async (ctx) => {
+  router.post('/api/v1/notification/event', authenticated(), idempotent(deps), async (ctx) => {
     const { notificationIds } = decode(NotificationEventBody, ctx.request.body, 'body');
     const { userId } = currentPrincipal(ctx);
     const { state } = await runCommand(
@@ -53,7 +53,7 @@ export function notificationCommands(deps: AppDeps): Router {
   });
 
   // 27. The caller registers a delivery channel; the same type and address again answers the same channel.
-  router.post('/api/v1/notification/channel', authenticated(), idempotent(deps.db), async (ctx) => {
+  router.post('/api/v1/notification/channel', authenticated(), idempotent(deps), async (ctx) => {
     const body = decode(ChannelBody, ctx.request.body, 'body');
     const address = body.type === 'email' ? body.address.trim().toLowerCase() : body.address.trim();
     const problem = channelAddressProblem(body.type, address, deps.config.webhooks.allowLoopback);

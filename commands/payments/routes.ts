@@ -48,7 +48,7 @@ export function paymentCommands(deps: AppDeps): Router {
   router.post(
     '/api/v1/payment/private/payment/:payment_id/update',
     service,
-    idempotent(deps.db),
+    idempotent(deps),
     async (ctx) => {
       const paymentId = decode(PaymentIdPath, ctx.params, 'path').payment_id.toLowerCase();
       const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
@@ -60,7 +60,7 @@ export function paymentCommands(deps: AppDeps): Router {
   router.post(
     '/api/v1/payment/private/payment/:payment_id/cancel',
     service,
-    idempotent(deps.db),
+    idempotent(deps),
     async (ctx) => {
       const paymentId = decode(PaymentIdPath, ctx.params, 'path').payment_id.toLowerCase();
       ctx.body = await run(ctx, paymentId, {
@@ -72,7 +72,7 @@ export function paymentCommands(deps: AppDeps): Router {
   );
 
   // 17. The same update, applied to the user's newest open payment (as its client).
-  router.post('/api/v1/payment/private/user/:user_id/update', service, idempotent(deps.db), async (ctx) => {
+  router.post('/api/v1/payment/private/user/:user_id/update', service, idempotent(deps), async (ctx) => {
     const userId = decode(UserIdPath, ctx.params, 'path').user_id.toLowerCase();
     const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
     const found = await newestOpenPayment(deps.store, userId);

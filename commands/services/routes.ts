@@ -18,7 +18,7 @@ export function serviceCommands(deps: AppDeps): Router {
   const router = new Router();
   const now = () => deps.clock().toISOString();
 
-  router.post('/api/v1/coach/services', requireRole('coach'), idempotent(deps.db), async (ctx) => {
+  router.post('/api/v1/coach/services', requireRole('coach'), idempotent(deps), async (ctx) => {
     const body = decode(CreateServiceBody, ctx.request.body, 'body');
     if (body.groupSession && body.maxGroupSize === undefined)
       throw new ValidationError([
@@ -72,7 +72,7 @@ export function serviceCommands(deps: AppDeps): Router {
   router.post(
     '/api/v1/admin/services/:service_id/approve',
     requireRole('admin'),
-    idempotent(deps.db),
+    idempotent(deps),
     async (ctx) => {
       const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
       const { state } = await runCommand(
@@ -90,7 +90,7 @@ export function serviceCommands(deps: AppDeps): Router {
   router.post(
     '/api/v1/admin/services/:service_id/reject',
     requireRole('admin'),
-    idempotent(deps.db),
+    idempotent(deps),
     async (ctx) => {
       const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
       const { reason } = decode(RejectServiceBody, ctx.request.body ?? {}, 'body');

@@ -23,6 +23,8 @@ export function metadataOf(ctx: Context): EventMetadata {
     requestId,
     correlationId: /^[\w-]{1,100}$/.test(correlation) ? correlation : requestId,
     ...(p ? { actor: { userId: p.userId, role: p.roles[0] ?? 'user' } } : {}),
+    // A keyed request's events are found again by a run of it after a crash (see src/http/idempotency.ts).
+    ...(typeof ctx.state.idempotencyTag === 'string' ? { idempotencyTag: ctx.state.idempotencyTag } : {}),
   };
 }
 

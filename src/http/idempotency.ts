@@ -1,5 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
+import type { Config } from '../config';
 import type { Database } from '../db/database';
 import type { Principal } from './auth';
 import { HttpError } from './errors';
@@ -7,22 +9,60 @@ import { renderError } from './render';
 
 const TTL_HOURS = 24;
 
+/** Hash of what makes two requests "the same request" for a key: method, path and body. */
+export const requestHash = (method: string, path: string, body: unknown) =>
+  createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .digest('hex');
+
+/**
+ * The tag a keyed request's events carry in their metadata (`idempotencyTag`): derived from the caller,
+ * the key and the request, so a run of the same request again (after a crash) finds in the log what the
+ * first run wrote (see `handleCommand`), and the same key with another body never matches.
+ */
+export const idempotencyTag = (scope: string, key: string, hash: string) =>
+  createHash('sha256').update(`${scope}\n${key}\n${hash}`).digest('hex').slice(0, 32);
+
+const keyed = new AsyncLocalStorage<{ tag: string; n: number }>();
+
+/**
+ * `newId` for the service: inside a keyed request, ids are derived from the request's tag and their order
+ * (the n-th id of a run is the n-th id of every run of it), so a run again after a crash names the same
+ * booking, service or address as the first; elsewhere `fallback` (random UUIDs).
+ */
+export function keyedNewId(fallback: () => string): () => string {
+  return () => {
+    const run = keyed.getStore();
+    if (!run) return fallback();
+    const h = createHash('sha256').update(`${run.tag}/${run.n++}`).digest('hex');
+    // Shaped like an RFC 9562 version-8 (custom) UUID.
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  };
+}
+
 /**
  * `Idempotency-Key` for POST commands (DESIGN section 5). Keys are scoped to the caller and kept 24 h:
  * the same key and request replays the first answer; the same key with another request is 422
  * `idempotency_key_reused`; a repeat while the first is still running is 409. Server errors are not
  * remembered, so the client may retry them with the same key.
+ *
+ * Crash safety: a request that died without an answer leaves its key claimed with no answer. Once the
+ * claim is older than `IDEMPOTENCY_LEASE_MS` (30 s) a retry takes it over and runs the request again, with
+ * the same ids (`keyedNewId`) and the same `idempotencyTag`; every command that the first run stored is
+ * then found in its stream and answered from there instead of being decided again (`handleCommand`), so
+ * the retry gets the original outcome and nothing happens twice. The table is only a lock and an answer
+ * cache: the log decides, so a lost or rebuilt read-model database loses no idempotency either.
  */
-export function idempotent(db: Database): Middleware {
+export function idempotent(deps: { db: Database; config: Pick<Config, 'idempotencyLeaseMs'> }): Middleware {
+  const { db } = deps;
+  const leaseMs = deps.config.idempotencyLeaseMs;
   return async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (!key) return next();
     if (key.length > 200)
       throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
     const scope = (ctx.state.principal as Principal | undefined)?.userId ?? 'anonymous';
-    const hash = createHash('sha256')
-      .update(`${ctx.method} ${ctx.path}\n${JSON.stringify(ctx.request.body ?? null)}`)
-      .digest('hex');
+    const hash = requestHash(ctx.method, ctx.path, ctx.request.body);
 
     await db.query(
       `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${TTL_HOURS} hours'`,
@@ -50,12 +90,22 @@ export function idempotent(db: Database): Middleware {
           'idempotency_key_reused',
           'this Idempotency-Key was used for a different request',
         );
-      if (row.status === null)
+      if (row.status !== null) {
+        ctx.status = row.status;
+        ctx.body = row.response;
+        ctx.set('Idempotent-Replayed', 'true');
+        return;
+      }
+      // No answer yet: still running, or its process died. Only a claim older than the lease is taken over.
+      const takenOver = await db.query(
+        `UPDATE idempotency_keys SET created_at = now()
+         WHERE scope = $1 AND key = $2 AND status IS NULL AND request_hash = $3
+           AND created_at < now() - make_interval(secs => $4::double precision / 1000)
+         RETURNING key`,
+        [scope, key, hash, leaseMs],
+      );
+      if (takenOver.rowCount === 0)
         throw new HttpError(409, 'conflict', 'a request with this Idempotency-Key is still in progress');
-      ctx.status = row.status;
-      ctx.body = row.response;
-      ctx.set('Idempotent-Replayed', 'true');
-      return;
     }
 
     const remember = (status: number, body: unknown) =>
@@ -63,8 +113,10 @@ export function idempotent(db: Database): Middleware {
         'UPDATE idempotency_keys SET status = $3, response = $4::jsonb WHERE scope = $1 AND key = $2',
         [scope, key, status, JSON.stringify(body ?? null)],
       );
+    const tag = idempotencyTag(scope, key, hash);
+    ctx.state.idempotencyTag = tag;
     try {
-      await next();
+      await keyed.run({ tag, n: 0 }, () => next());
     } catch (err) {
       const r = renderError(err);
       if (r.expected) await remember(r.status, r.body);
