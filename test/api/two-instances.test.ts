@@ -1,0 +1,377 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { BookingEvent } from '../../commands/booking/events';
+import { NOTIFYING_SESSION_EVENTS, sessionNotices } from '../../commands/notifications/sessionNotices';
+import { loadConfig } from '../../src/config';
+import { signToken, type Role } from '../../src/http/auth';
+import { marketplace } from '../support/marketplace';
+import { freshPostgres, type TestDatabase } from '../support/services';
+import { startSmtpServer } from '../support/smtp';
+import type { TestSystem } from '../support/system';
+
+/**
+ * Two service instances as two OS processes on one PostgreSQL (read models and events), commands spread
+ * over both, then one killed with SIGKILL mid-run and later started again. Every effect must happen once:
+ * sessions and payment per booking, notification per party, e-mail per cause, expiry per unpaid booking;
+ * no projection fails; the survivor owns every process manager within 10 s of the kill.
+ */
+const config = loadConfig({ JWT_SECRET: 'test-secret' });
+const token = (userId: string, roles: Role[] = ['client']) => signToken(config, userId, roles);
+
+interface Instance {
+  child: ChildProcess;
+  baseUrl: string;
+  id: string;
+  output: string[];
+  advance(ms: number): Promise<void>;
+}
+
+async function startInstance(env: NodeJS.ProcessEnv): Promise<Instance> {
+  const output: string[] = [];
+  const child = fork(path.join(__dirname, '../support/instance.ts'), [], {
+    execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+  const ready = await new Promise<{ port: number; instance: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`instance did not start:\n${output.join('')}`)), 60_000);
+    child.on('message', (m: { type: string; port: number; instance: string }) => {
+      if (m.type !== 'ready') return;
+      clearTimeout(timer);
+      resolve(m);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`instance exited with ${code}:\n${output.join('')}`));
+    });
+  });
+  let seq = 0;
+  return {
+    child,
+    baseUrl: `http://127.0.0.1:${ready.port}`,
+    id: ready.instance,
+    output,
+    advance: (ms) =>
+      new Promise<void>((resolve) => {
+        const id = ++seq;
+        const onMessage = (m: { type: string; id: number }) => {
+          if (m.type !== 'advanced' || m.id !== id) return;
+          child.off('message', onMessage);
+          resolve();
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'advance', ms, id });
+      }),
+  };
+}
+
+async function call(
+  instance: Instance,
+  method: string,
+  urlPath: string,
+  opts: { token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(instance.baseUrl + urlPath, {
+    method,
+    headers: {
+      ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+    },
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Polls until `done` holds; the bound is generous (the suite runs on a shared machine), not a claim. */
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms: number): Promise<T> {
+  const end = Date.now() + ms;
+  let v = await read();
+  while (!done(v) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+    v = await read();
+  }
+  return v;
+}
+
+/** A weekday-independent local slot `days` from now at `hour`:00 (the coach is open every day). */
+const slotAt = (days: number, hour: number) =>
+  `${new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)}T${String(hour).padStart(2, '0')}:00:00`;
+
+const describePg = process.env.DATABASE_URL ? describe : describe.skip;
+describePg(
+  'two service instances on one database (skipped without DATABASE_URL: PGlite is one process)',
+  () => {
+    let database: TestDatabase;
+    let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+    let dataDir: string;
+    const running: Instance[] = [];
+    let env: NodeJS.ProcessEnv;
+
+    beforeAll(async () => {
+      database = await freshPostgres(process.env.DATABASE_URL!);
+      smtp = await startSmtpServer();
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-two-'));
+      env = {
+        PATH: process.env.PATH,
+        DATABASE_URL: database.url,
+        SMTP_URL: smtp.url,
+        JWT_SECRET: 'test-secret',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+        // A claim left `sending` by the killed instance is taken over after this (the e-mail ledger's lease).
+        MAIL_LEASE_MS: '2000',
+        MAIL_RETRY_INTERVAL_MS: '1000',
+      };
+    });
+    afterAll(async () => {
+      for (const i of running) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+      await smtp.close();
+      await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    const health = async (i: Instance) => (await call(i, 'GET', '/healthz')).body;
+    const owners = async (i: Instance) =>
+      ((await health(i)).leases as { name: string; owner: string }[]).map((l) => l.owner);
+    const rows = async <R>(sql: string, params: unknown[] = []) =>
+      (await database.db.query<R>(sql, params)).rows;
+
+    it('runs every effect exactly once when one of two instances is killed mid-run', async () => {
+      const a = await startInstance({ ...env, INSTANCE_ID: 'a' });
+      running.push(a);
+      const b = await startInstance({ ...env, INSTANCE_ID: 'b' });
+      running.push(b);
+      try {
+        // The first instance took every lease; the second shows the same owners.
+        expect(new Set(await owners(b))).toEqual(new Set([a.id]));
+
+        // Commands alternate between the two instances.
+        let turn = 0;
+        const both = [a, b];
+        const alive = () => both.filter((i) => i.child.exitCode === null && i.child.signalCode === null);
+        const next = () => {
+          const live = alive();
+          return live[turn++ % live.length]!;
+        };
+        const t = {
+          token,
+          request: (method: string, p: string, opts?: { token?: string; body?: unknown }) =>
+            call(next(), method, p, opts),
+        } as unknown as TestSystem;
+        const m = marketplace(t);
+        const allDay = [{ start: '09:00', end: '17:00' }];
+        const days = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'];
+        // A coach per booking: the bookings race each other over the two instances, not over one calendar.
+        const offers: { coach: { id: string; token: string }; serviceId: string }[] = [];
+        for (let i = 0; i < 12; i++) {
+          const coach = await m.coach({ weekly: Object.fromEntries(days.map((d) => [d, allDay])) });
+          offers.push({ coach, serviceId: await m.offering(coach) });
+        }
+        const clients = await Promise.all(Array.from({ length: 12 }, () => m.client()));
+        const slot = slotAt(3, 10);
+        const book = (i: number, on: Instance) =>
+          call(on, 'POST', `/api/v1/service/${offers[i]!.serviceId}`, {
+            token: clients[i]!.token,
+            body: { slots: [slot] },
+          });
+        const service = token(randomUUID(), ['service']);
+        const pay = async (paymentId: string, on: () => Instance) => {
+          for (const status of ['checkout', 'received'])
+            expect(
+              (
+                await call(on(), 'POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+                  token: service,
+                  body: { status },
+                })
+              ).status,
+            ).toBe(200);
+        };
+        const approve = async (i: number, sessionId: string, on: Instance) =>
+          expect(
+            (
+              await call(on, 'POST', `/api/v1/session/${sessionId}/approve`, {
+                token: offers[i]!.coach.token,
+              })
+            ).status,
+          ).toBe(200);
+        const verification = (i: number, on: Instance) =>
+          call(on, 'POST', `/api/v1/notification/private/email/${clients[i]!.id}/verification`, {
+            token: service,
+            body: { code: `code-${i}` },
+          });
+
+        // Phase 1, both alive: six bookings, two approved, two paid, four e-mails requested.
+        const first = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => book(i, both[i % 2]!)));
+        expect(first.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+        const sessionOf = (r: { body: any }) => r.body[0] as { id: string; paymentId?: string };
+        await approve(0, sessionOf(first[0]!).id, a);
+        await approve(1, sessionOf(first[1]!).id, b);
+        const paymentOf = async (clientId: string) =>
+          (
+            await rows<{ id: string }>(
+              `SELECT data->>'paymentId' AS id FROM es_events WHERE type = 'PaymentCreated' AND data->>'clientId' = $1`,
+              [clientId],
+            )
+          )[0]?.id;
+        const paid = new Set<string>();
+        for (const i of [2, 3]) {
+          const id = (await until(() => paymentOf(clients[i]!.id), Boolean, 10_000))!;
+          await pay(id, next);
+          paid.add(id);
+        }
+        expect(
+          (await Promise.all([0, 1, 2, 3].map((i) => verification(i, both[i % 2]!)))).map((r) => r.status),
+        ).toEqual([200, 200, 200, 200]);
+
+        // Phase 2: six more bookings and e-mail requests at once, and the lease holder is killed in the middle.
+        const burst = Promise.allSettled([
+          ...[6, 7, 8, 9, 10, 11].map((i) => book(i, both[i % 2]!)),
+          ...[4, 5, 6, 7].map((i) => verification(i, both[i % 2]!)),
+        ]);
+        await new Promise((r) => setTimeout(r, 30));
+        a.child.kill('SIGKILL');
+        const killedAt = Date.now();
+        const settled = await burst;
+        // What went to the survivor succeeded; what went to the dead one may or may not have been written.
+        settled.forEach((s, k) => {
+          if (k % 2 === 1) expect(s.status === 'fulfilled' && s.value.status).toBe(200);
+        });
+
+        // The survivor owns every process manager and sweeper within 10 s of the kill.
+        const taken = await until(
+          () => owners(b),
+          (o) => o.every((x) => x === b.id),
+          Math.max(0, killedAt + 10_000 - Date.now()),
+        );
+        expect(taken.every((x) => x === b.id)).toBe(true);
+
+        // Work goes on at the survivor: a booking of phase 2 is paid, another approved.
+        const seven = settled[1]!;
+        if (seven.status !== 'fulfilled')
+          throw new Error('booking 7 went to the survivor and must have succeeded');
+        const id7 = (await until(() => paymentOf(clients[7]!.id), Boolean, 10_000))!;
+        await pay(id7, () => b);
+        paid.add(id7);
+        const nine = settled[3]!;
+        if (nine.status !== 'fulfilled')
+          throw new Error('booking 9 went to the survivor and must have succeeded');
+        await approve(9, sessionOf(nine.value).id, b);
+
+        // The killed instance comes back as a new process: it serves, and leaves the leases where they are.
+        const a2 = await startInstance({ ...env, INSTANCE_ID: 'a' });
+        running.push(a2);
+        expect((await verification(8, a2)).status).toBe(200);
+        expect(new Set(await owners(a2))).toEqual(new Set([b.id]));
+
+        // A day and a half later every unpaid payment is past its deadline: the lease holder expires each once.
+        await Promise.all([b.advance(36 * 3_600_000), a2.advance(36 * 3_600_000)]);
+        const unpaid = async () =>
+          (
+            await rows<{ id: string }>(
+              `SELECT c.data->>'paymentId' AS id FROM es_events c WHERE c.type = 'PaymentCreated'
+             AND NOT EXISTS (SELECT 1 FROM es_events s WHERE s.type = 'PaymentStatusChanged'
+                             AND s.stream_name = c.stream_name)`,
+            )
+          ).map((r) => r.id);
+        expect(await until(unpaid, (u) => u.length === 0, 60_000)).toEqual([]);
+
+        // Quiet: both instances' projections have reached the head of the log, and the mail is out.
+        const head = async () =>
+          (await rows<{ p: string }>('SELECT max(position)::text AS p FROM es_events'))[0]!.p;
+        const caughtUp = async (i: Instance) => {
+          const h = BigInt(await head());
+          const ps = (await health(i)).projections as {
+            state: string;
+            position: { commit: string } | null;
+          }[];
+          return ps.every((p) => p.state === 'standby' || (p.position && BigInt(p.position.commit) >= h));
+        };
+        expect(await until(async () => (await caughtUp(b)) && (await caughtUp(a2)), Boolean, 60_000)).toBe(
+          true,
+        );
+
+        const events = await rows<{ id: string; type: string; stream_name: string; data: any }>(
+          'SELECT event_id::text AS id, type, stream_name, data FROM es_events ORDER BY position',
+        );
+        const ofType = (type: string) => events.filter((e) => e.type === type);
+        const countBy = (list: string[]) => {
+          const counts = new Map<string, number>();
+          for (const k of list) counts.set(k, (counts.get(k) ?? 0) + 1);
+          return counts;
+        };
+
+        // One set of sessions and one payment per hold.
+        const holds = ofType('SlotsReserved');
+        // Six from phase 1, three at the survivor, and those of the killed one that reached the log.
+        expect(holds.length).toBeGreaterThanOrEqual(9);
+        const booked = countBy(ofType('SessionsBooked').map((e) => e.data.groupId));
+        const payments = countBy(ofType('PaymentCreated').map((e) => e.data.paymentId));
+        for (const h of holds) {
+          expect(booked.get(h.data.groupId)).toBe(1);
+          expect(payments.get(h.data.terms.paymentId)).toBe(1);
+        }
+        expect(booked.size).toBe(holds.length);
+        expect(payments.size).toBe(holds.length);
+
+        // One expiry per unpaid booking, none for a paid one.
+        const expiries = countBy(
+          ofType('PaymentStatusChanged')
+            .filter((e) => e.data.reason === 'expired')
+            .map((e) => e.data.paymentId),
+        );
+        for (const id of payments.keys()) expect(expiries.get(id) ?? 0).toBe(paid.has(id) ? 0 : 1);
+
+        // One notification per party of each session event.
+        const notifying = events.filter((e) =>
+          (NOTIFYING_SESSION_EVENTS as readonly string[]).includes(e.type),
+        );
+        const expectedNotices = notifying.flatMap((e) =>
+          sessionNotices({ type: e.type, data: e.data } as BookingEvent).map((n) => `${e.id}/${n.userId}`),
+        );
+        expect(expectedNotices.length).toBeGreaterThan(20);
+        const notices = countBy(
+          ofType('NotificationCreated').map((e) => `${e.data.causationEventId}/${e.data.userId}`),
+        );
+        expect(new Set(notices.keys())).toEqual(new Set(expectedNotices));
+        expect([...notices.values()].every((n) => n === 1)).toBe(true);
+
+        // One e-mail per cause and recipient (session notices and requested e-mails), at the SMTP server.
+        const expectedMail = new Set([
+          ...expectedNotices,
+          ...ofType('EmailRequested').map((e) => `${e.id}/${e.data.userId}`),
+        ]);
+        const received = await until(
+          async () => smtp.received,
+          (r) => new Set(r.map((x) => x.idempotencyKey)).size >= expectedMail.size,
+          60_000,
+        );
+        const mails = countBy(received.map((x) => x.idempotencyKey));
+        expect(new Set(mails.keys())).toEqual(expectedMail);
+        // The one way to a second copy: the killed instance died after the SMTP server took a message and
+        // before the ledger recorded it; the copy then carries the same Message-ID, so the receiver drops it.
+        const repeats = [...mails].filter(([, n]) => n > 1).map(([k]) => k);
+        expect(repeats.length).toBeLessThanOrEqual(1);
+        for (const k of repeats)
+          expect(new Set(received.filter((x) => x.idempotencyKey === k).map((x) => x.messageId)).size).toBe(
+            1,
+          );
+
+        // No projection failed anywhere.
+        for (const i of [b, a2]) {
+          const h = await call(i, 'GET', '/healthz');
+          expect(h.status).toBe(200);
+          expect((h.body.projections as { state: string }[]).filter((p) => p.state === 'failed')).toEqual([]);
+        }
+      } catch (err) {
+        for (const i of running) console.error(`--- instance ${i.id}\n${i.output.join('').slice(-4000)}`);
+        throw err;
+      }
+    }, 240_000);
+  },
+);
