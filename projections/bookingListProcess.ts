@@ -1,4 +1,4 @@
-import { ensureListed } from '../commands/booking/clientBookings';
+import { ensureListed } from '../commands/booking/lookups';
 import type { SlotsReserved } from '../commands/calendar/events';
 import type { EventStore } from '../src/eventstore/types';
 import { SYSTEM_ACTOR } from './bookingProcess';

@@ -1,13 +1,9 @@
+import { loadBooking } from '../commands/booking/lookups';
+import { loadProfile } from '../commands/users/profile';
 import type { BookingEvent } from '../commands/booking/events';
 import type { EmailFacts, EmailRequested } from '../commands/email/events';
 import { renderEmail } from '../commands/email/templates';
-import {
-  NOTIFYING_SESSION_EVENTS,
-  loadBooking,
-  loadProfile,
-  sessionNotices,
-  slotsOf,
-} from '../commands/notifications/sessionNotices';
+import { NOTIFYING_SESSION_EVENTS, sessionNotices, slotsOf } from '../commands/notifications/sessionNotices';
 import type { EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
 import type { MailMessage, Mailer } from '../src/mail/mailer';

@@ -1,9 +1,9 @@
+import { loadBooking } from '../commands/booking/lookups';
 import type { BookingEvent } from '../commands/booking/events';
 import { inbox } from '../commands/notifications/decider';
 import { notificationStream } from '../commands/notifications/events';
 import {
   NOTIFYING_SESSION_EVENTS,
-  loadBooking,
   noticeMessage,
   sessionNotices,
   uuidFrom,

@@ -28,12 +28,6 @@ export async function findSession(db: Queryable, id: string): Promise<SessionRec
   return row ? fromRow(row) : null;
 }
 
-export async function sessionsOfGroup(db: Queryable, groupId: string): Promise<SessionRecord[]> {
-  return (await db.query<Row>(`${SELECT} WHERE group_id = $1 ORDER BY starts_at`, [groupId])).rows.map(
-    fromRow,
-  );
-}
-
 const SessionPath = t.type({ session_id: Uuid });
 export function sessionQueries(deps: AppDeps): Router {
   const router = new Router();

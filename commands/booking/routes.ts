@@ -14,7 +14,7 @@ import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
-import { bookingOfSession, listBooking } from './clientBookings';
+import { bookingOfSession, listBooking } from './lookups';
 import { completeBooking } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';

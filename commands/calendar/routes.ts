@@ -4,7 +4,7 @@ import { currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { decode } from '../../src/http/validation';
-import { isCoach } from '../../src/readModels/users';
+import { hasCoachProfile } from '../users/profile';
 import { ScheduleBody } from './codecs';
 import { calendar } from './decider';
 import { calendarStream } from './events';
@@ -15,7 +15,8 @@ export function calendarCommands(deps: AppDeps): Router {
   router.put('/api/v1/coach/schedule', requireRole('coach'), async (ctx) => {
     const body = decode(ScheduleBody, ctx.request.body, 'body');
     const { userId } = currentPrincipal(ctx);
-    if (!(await isCoach(deps.db, userId)))
+    // The caller's own profile stream says whether it is a coach (not the users read model, which lags).
+    if (!(await hasCoachProfile(deps.store, userId)))
       throw notFound('coach_not_found', 'create your coach profile first');
     const schedule = { timezone: body.timezone, weekly: body.weekly, overrides: body.overrides ?? {} };
     await runCommand(

@@ -7,10 +7,9 @@ import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, boundedString, decode, strict } from '../../src/http/validation';
-import { findProfile } from '../../src/readModels/users';
-// eslint-disable-next-line no-restricted-imports -- issue 9 point 1 moves this decision to the log
-import { findSession, sessionsOfGroup } from '../../queries/sessions';
-import type { SessionRecord } from '../../src/resources/session';
+import type { SessionsBooked } from '../booking/events';
+import { bookingOfSession, loadBooking } from '../booking/lookups';
+import { loadProfile } from '../users/profile';
 import { emailRequest } from './decider';
 import { emailStream, type EmailFacts, type EmailRequested, type EmailTemplate } from './events';
 
@@ -30,8 +29,10 @@ export function emailCommands(deps: AppDeps): Router {
   const router = new Router();
   const guard = [requireRole('service'), idempotent(deps)];
 
+  // The recipient and the booking come from their own streams, not from read models: an e-mail asked for
+  // right after a booking or a profile change finds them.
   const recipient = async (userId: string) => {
-    const profile = await findProfile(deps.db, userId);
+    const profile = await loadProfile(deps.store, userId);
     if (!profile) throw notFound('user_not_found', 'no such user');
     if (!profile.email) throw notFound('user_not_found', 'the user has no e-mail address');
     return profile;
@@ -82,8 +83,10 @@ export function emailCommands(deps: AppDeps): Router {
     );
   });
 
-  const roleIn = (s: SessionRecord, userId: string) =>
-    s.clientId === userId ? ('client' as const) : s.coachId === userId ? ('coach' as const) : null;
+  const roleIn = (b: SessionsBooked['data'], userId: string) =>
+    b.clientId === userId ? ('client' as const) : b.coachId === userId ? ('coach' as const) : null;
+  const byStart = (b: SessionsBooked['data']) =>
+    [...b.sessions].sort((x, y) => Date.parse(x.startsAt) - Date.parse(y.startsAt));
 
   // 19. Booking e-mail for a whole booking (group) to one of its parties.
   router.post(
@@ -94,21 +97,21 @@ export function emailCommands(deps: AppDeps): Router {
       const userId = p.user_id.toLowerCase();
       decode(SessionEmailBody, ctx.request.body ?? {}, 'body');
       const profile = await recipient(userId);
-      const sessions = await sessionsOfGroup(deps.db, p.group_id.toLowerCase());
-      const role = sessions[0] ? roleIn(sessions[0], userId) : null;
-      if (!sessions[0] || !role) throw notFound('session_not_found', 'no such booking of this user');
+      const booking = await loadBooking(deps.store, p.group_id.toLowerCase());
+      const role = booking ? roleIn(booking, userId) : null;
+      if (!booking || !role) throw notFound('session_not_found', 'no such booking of this user');
       await request(
         ctx,
         userId,
         profile.email,
-        { groupId: sessions[0].groupId, sessionId: null },
+        { groupId: booking.groupId, sessionId: null },
         {
           template: 'booking',
           role,
           recipientName: profile.firstName,
-          serviceName: sessions[0].terms.serviceName,
-          slots: sessions.map((s) => s.slot),
-          timezone: sessions[0].timezone,
+          serviceName: booking.terms.serviceName,
+          slots: byStart(booking).map((s) => s.slot),
+          timezone: booking.timezone,
         },
       );
     },
@@ -124,21 +127,24 @@ export function emailCommands(deps: AppDeps): Router {
         const userId = p.user_id.toLowerCase();
         const { reason } = decode(SessionEmailBody, ctx.request.body ?? {}, 'body');
         const profile = await recipient(userId);
-        const s = await findSession(deps.db, p.session_id.toLowerCase());
-        const role = s ? roleIn(s, userId) : null;
-        if (!s || !role) throw notFound('session_not_found', 'no such session of this user');
+        const sessionId = p.session_id.toLowerCase();
+        const groupId = await bookingOfSession(deps.store, userId, sessionId);
+        const booking = groupId ? await loadBooking(deps.store, groupId) : null;
+        const s = booking?.sessions.find((x) => x.sessionId === sessionId);
+        const role = booking ? roleIn(booking, userId) : null;
+        if (!booking || !s || !role) throw notFound('session_not_found', 'no such session of this user');
         await request(
           ctx,
           userId,
           profile.email,
-          { groupId: s.groupId, sessionId: s.id },
+          { groupId: booking.groupId, sessionId },
           {
             template,
             role,
             recipientName: profile.firstName,
-            serviceName: s.terms.serviceName,
+            serviceName: booking.terms.serviceName,
             slots: [s.slot],
-            timezone: s.timezone,
+            timezone: booking.timezone,
             ...(reason ? { reason } : {}),
           },
         );

@@ -1,9 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BookingEvent, SessionsBooked } from '../booking/events';
-import { bookingStream } from '../booking/events';
-import { profileStream, type UserProfile, type UserProfileUpserted } from '../users/events';
 import type { EmailTemplate } from '../email/events';
-import type { EventStore } from '../../src/eventstore/types';
 
 /** Session events that notify someone (by e-mail and in the app). */
 export const NOTIFYING_SESSION_EVENTS = [
@@ -107,23 +104,6 @@ export function uuidFrom(...parts: string[]): string {
   const h = createHash('sha256').update(parts.join('\u0000')).digest('hex');
   const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
-/** The booking a session belongs to, from the write side (exact even while read models catch up). */
-export async function loadBooking(
-  store: EventStore,
-  groupId: string,
-): Promise<SessionsBooked['data'] | null> {
-  const { events } = await store.readStream(bookingStream(groupId));
-  const booked = events.find((e) => e.type === 'SessionsBooked');
-  return booked ? (booked.data as SessionsBooked['data']) : null;
-}
-
-/** A user's current profile, from the write side. */
-export async function loadProfile(store: EventStore, userId: string): Promise<UserProfile | null> {
-  const { events } = await store.readStream(profileStream(userId));
-  const last = events.filter((e) => e.type === 'UserProfileUpserted').pop();
-  return last ? (last.data as UserProfileUpserted['data']).profile : null;
 }
 
 /** The local slots of the given sessions of a booking. */

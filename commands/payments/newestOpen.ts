@@ -1,6 +1,6 @@
 import { readState } from '../../src/commandHandler';
 import type { EventStore } from '../../src/eventstore/types';
-import { clientBookings } from '../booking/clientBookings';
+import { clientBookings } from '../booking/lookups';
 import { paymentDecider } from './decider';
 import { paymentStream } from './events';
 import { CLOSED_STATUSES } from './transitions';

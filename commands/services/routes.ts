@@ -5,7 +5,7 @@ import { runCommand } from '../../src/http/command';
 import { notFound, ValidationError } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
-import { isCoach } from '../../src/readModels/users';
+import { hasCoachProfile } from '../users/profile';
 import { toServiceOut } from '../../src/resources/service';
 import { CreateServiceBody, RejectServiceBody, ServiceIdPath, UpdateServiceBody } from './codecs';
 import { service, type ServiceState } from './decider';
@@ -25,8 +25,8 @@ export function serviceCommands(deps: AppDeps): Router {
         { loc: ['body', 'maxGroupSize'], msg: 'Field required for a group session', type: 'missing' },
       ]);
     const { userId } = currentPrincipal(ctx);
-    // The decider cannot read other streams; the users read model says whether the caller is a coach.
-    if (!(await isCoach(deps.db, userId)))
+    // The caller's own profile stream says whether it is a coach (not the users read model, which lags).
+    if (!(await hasCoachProfile(deps.store, userId)))
       throw notFound('coach_not_found', 'the caller has no coach profile');
     const fields: ServiceFields = {
       description: '',

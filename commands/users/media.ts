@@ -62,7 +62,11 @@ function checkKind(
 export function profileMediaCommands(deps: AppDeps): Router {
   const router = new Router();
 
-  /** UserProfileOut after a change: the profile from the write model, figures from the read models. */
+  /**
+   * UserProfileOut after a change: the profile from the write model, figures from the read models. Safe:
+   * nothing is decided on those figures (the change is stored already); a lagging read model only makes
+   * the reply's totals a moment old, as they would be on a GET.
+   */
   const profileOut = async (userId: string, state: Parameters<typeof toUserProfileOut>[1]) =>
     toUserProfileOut(userId, state, {
       sessionCount: await userSessionCount(deps.db, userId),

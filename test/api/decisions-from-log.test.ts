@@ -219,5 +219,18 @@ describe('session lifecycle loads the booking stream, not the sessions read mode
     const otherCoach = await m.coach();
     expect((await act(otherCoach.token, s1, 'complete')).status).toBe(404);
     expect((await act(coach.token, '00000000-0000-4000-8000-000000000000', 'approve')).status).toBe(404);
+
+    // The private e-mail endpoints find the booking and the session the same way.
+    const email = (path: string) =>
+      t.request('POST', `/api/v1/notification/private/email/${path}`, { token: m.service(), body: {} });
+    const groupId = booked.body[0].groupId;
+    const bookingMail = await email(`${coach.id}/session/${groupId}/booking`);
+    expect(bookingMail.status).toBe(200);
+    expect(bookingMail.body).toMatchObject({ status: 'queued', template: 'booking' });
+    expect((await email(`${client.id}/session/${s1}/approve`)).status).toBe(200);
+    expect((await email(`${coach.id}/session/${s2}/cancel`)).status).toBe(200);
+    expect((await email(`${stranger.id}/session/${s1}/approve`)).body).toMatchObject({
+      error: 'session_not_found',
+    });
   });
 });

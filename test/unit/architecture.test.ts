@@ -66,8 +66,15 @@ function cycles(): string[][] {
   return found;
 }
 
-/** Commands that still read a read model to decide; issue 9 point 1 empties this list. */
-const STILL_READING_QUERIES = ['commands/email/routes.ts -> queries/sessions.ts'];
+/**
+ * The only commands that read a read model, and why that is no decision: each builds a reply from it.
+ * A new entry here needs the same kind of reason (see docs/architecture.md, "What decides where").
+ */
+const READ_MODEL_FOR_REPLIES_ONLY = [
+  // Endpoint 14 answers UserProfileOut, whose sessionCount and totalPayment are read-model totals.
+  'commands/users/media.ts -> src/readModels/payments.ts',
+  'commands/users/media.ts -> src/readModels/users.ts',
+];
 
 describe('module layering', () => {
   it('finds the sources and their imports (the checks below are not vacuous)', () => {
@@ -86,7 +93,19 @@ describe('module layering', () => {
           .filter((to) => rel(to).startsWith('queries/'))
           .map((to) => `${rel(f)} -> ${rel(to)}`),
       );
-    expect(offending).toEqual(STILL_READING_QUERIES);
+    expect(offending).toEqual([]);
+  });
+
+  it('the write side reads read models only to shape replies (the listed files), never to decide', () => {
+    const readers = files
+      .filter((f) => rel(f).startsWith('commands/'))
+      .flatMap((f) =>
+        graph
+          .get(f)!
+          .filter((to) => rel(to).startsWith('src/readModels/'))
+          .map((to) => `${rel(f)} -> ${rel(to)}`),
+      );
+    expect(readers.sort()).toEqual(READ_MODEL_FOR_REPLIES_ONLY);
   });
 
   it('has no import cycles', () => {

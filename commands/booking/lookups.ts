@@ -2,12 +2,22 @@ import type { EventMetadata, EventStore, NewEvent } from '../../src/eventstore/t
 import { WrongExpectedRevisionError } from '../../src/eventstore/types';
 import type { SlotsReserved } from '../calendar/events';
 import { calendarStream } from '../calendar/events';
-import { clientBookingsStream, type BookingListed } from './events';
+import { bookingStream, clientBookingsStream, type BookingListed, type SessionsBooked } from './events';
 
 /**
  * Lookups the write side answers from streams alone, never from a read model: a client's bookings (its
- * list `bookings-of-<clientId>`) and the booking a session belongs to.
+ * list `bookings-of-<clientId>`), the booking a session belongs to, and a booking as booked.
  */
+
+/** A booking as booked (its SessionsBooked), from its own stream: exact while read models catch up. */
+export async function loadBooking(
+  store: EventStore,
+  groupId: string,
+): Promise<SessionsBooked['data'] | null> {
+  const { events } = await store.readStream(bookingStream(groupId));
+  const booked = events.find((e) => e.type === 'SessionsBooked');
+  return booked ? (booked.data as SessionsBooked['data']) : null;
+}
 
 export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
   type: 'BookingListed',
