@@ -20,9 +20,19 @@ export const calendarProjection: Projection = {
         const d = event.data;
         for (const s of d.sessions)
           await tx.query(
-            `INSERT INTO slot_holds (session_id, group_id, coach_id, service_id, client_id, starts_at, ends_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-            [s.sessionId, d.groupId, d.coachId, d.serviceId, d.clientId, s.startsAt, s.endsAt],
+            `INSERT INTO slot_holds (session_id, group_id, coach_id, service_id, client_id, starts_at, ends_at,
+               travel_minutes)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+            [
+              s.sessionId,
+              d.groupId,
+              d.coachId,
+              d.serviceId,
+              d.clientId,
+              s.startsAt,
+              s.endsAt,
+              d.terms.minutesTravel ?? 0,
+            ],
           );
         return;
       }

@@ -13,7 +13,35 @@ import {
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { notFound, ValidationError } from '../src/http/errors';
-import { Uuid, decode } from '../src/http/validation';
+import { Uuid, decode, refine } from '../src/http/validation';
+import { travelMinutes } from '../commands/calendar/travel';
+
+/** A coordinate in the query string (text), within bounds. */
+const coordinate = (name: string, bound: number) =>
+  refine(
+    t.string,
+    (s) => /^-?\d{1,3}(\.\d{1,12})?$/.test(s) && Math.abs(Number(s)) <= bound,
+    name,
+    `Input should be a ${name} from -${bound} to ${bound}`,
+  );
+const LatFromString = new t.Type<number, string, unknown>(
+  'latitude',
+  (u): u is number => typeof u === 'number',
+  (u, c) => {
+    const r = coordinate('latitude', 90).validate(u, c);
+    return r._tag === 'Left' ? r : t.success(Number(r.right));
+  },
+  String,
+);
+const LngFromString = new t.Type<number, string, unknown>(
+  'longitude',
+  (u): u is number => typeof u === 'number',
+  (u, c) => {
+    const r = coordinate('longitude', 180).validate(u, c);
+    return r._tag === 'Left' ? r : t.success(Number(r.right));
+  },
+  String,
+);
 import { optionalPrincipal } from './caller';
 import { isCoach } from '../src/readModels/users';
 import type { ServiceOut } from '../src/resources/service';
@@ -23,7 +51,45 @@ import { coachServices, findService } from './services';
 export const MAX_RANGE_DAYS = 62;
 const DEFAULT_RANGE_DAYS = 14;
 
-const RangeQuery = t.partial({ from_date: IsoDate, to_date: IsoDate, address_id: Uuid, user: Uuid });
+const RangeQuery = t.partial({
+  from_date: IsoDate,
+  to_date: IsoDate,
+  address_id: Uuid,
+  user: Uuid,
+  lat: LatFromString,
+  lng: LngFromString,
+});
+
+/**
+ * The coach's travel a booking with these query parameters would need (the booking computes the same):
+ * none at one of the coach's addresses (`address_id`), from the coach's default address to `lat`/`lng`
+ * (the client's place, as the booking's `position`) otherwise; 0 without a place.
+ */
+async function candidateTravel(db: Queryable, coachId: string, query: unknown): Promise<number> {
+  const q = decode(RangeQuery, query, 'query');
+  if ((q.lat === undefined) !== (q.lng === undefined))
+    throw new ValidationError([
+      {
+        loc: ['query', q.lat === undefined ? 'lat' : 'lng'],
+        msg: 'lat and lng go together',
+        type: 'missing',
+      },
+    ]);
+  if (q.address_id) {
+    const own = await db.query('SELECT 1 FROM addresses WHERE id = $1 AND user_id = $2', [
+      q.address_id.toLowerCase(),
+      coachId,
+    ]);
+    if (!own.rowCount) throw notFound('address_not_found', "address_id is not one of the coach's addresses");
+    return 0;
+  }
+  if (q.lat === undefined || q.lng === undefined) return 0;
+  const base = await db.query<{ lat: number; lng: number }>(
+    'SELECT lat, lng FROM addresses WHERE user_id = $1 AND is_default',
+    [coachId],
+  );
+  return travelMinutes(base.rows[0] ?? null, { lat: q.lat, lng: q.lng });
+}
 
 /** The requested local date range, defaulting to two weeks from today in the coach's zone. */
 function range(query: unknown, zone: string, now: Date) {
@@ -56,17 +122,18 @@ async function calendarOf(db: Queryable, coachId: string, from: string, to: stri
     [coachId],
   );
   const schedule = cal.rows[0]?.schedule ?? null;
-  // A day of margin each side covers zones far from UTC and sessions crossing midnight.
+  // Days of margin each side cover zones far from UTC, sessions crossing midnight and long travel.
   const holds = await db.query<{
     sessionId: string;
     serviceId: string;
     clientId: string;
     startsAt: Date;
     endsAt: Date;
+    travelMinutes: number;
   }>(
     `SELECT session_id AS "sessionId", service_id AS "serviceId", client_id AS "clientId", starts_at AS "startsAt",
-            ends_at AS "endsAt"
-       FROM slot_holds WHERE coach_id = $1 AND ends_at > ($2::date - 1) AND starts_at < ($3::date + 2)`,
+            ends_at AS "endsAt", travel_minutes AS "travelMinutes"
+       FROM slot_holds WHERE coach_id = $1 AND ends_at > ($2::date - 3) AND starts_at < ($3::date + 4)`,
     [coachId, from, to],
   );
   const reservations: Reservation[] = holds.rows.map((h) => ({
@@ -84,7 +151,8 @@ const slotsFor = (
   from: string,
   to: string,
   now: Date,
-): FreeSlot[] => (schedule ? freeSlots(schedule, reservations, slotRulesOf(s), from, to, now) : []);
+  travel: number,
+): FreeSlot[] => (schedule ? freeSlots(schedule, reservations, slotRulesOf(s), from, to, now, travel) : []);
 
 export function availabilityQueries(deps: AppDeps): Router {
   const router = new Router();
@@ -103,6 +171,7 @@ export function availabilityQueries(deps: AppDeps): Router {
     const zone = zoneRow.rows[0]?.tz ?? 'UTC';
     const { from, to } = range(ctx.query, zone, deps.clock());
     const { schedule, reservations } = await calendarOf(deps.db, service.coachId, from, to);
+    const travel = await candidateTravel(deps.db, service.coachId, ctx.query);
     ctx.body = {
       serviceId,
       coachId: service.coachId,
@@ -110,8 +179,9 @@ export function availabilityQueries(deps: AppDeps): Router {
       fromDate: from,
       toDate: to,
       minutesDuration: service.sessionMinutesDuration,
+      minutesTravel: travel,
       groupSession: service.groupSession,
-      slots: slotsFor(service, schedule, reservations, from, to, deps.clock()),
+      slots: slotsFor(service, schedule, reservations, from, to, deps.clock(), travel),
     };
   });
 
@@ -128,14 +198,16 @@ export function availabilityQueries(deps: AppDeps): Router {
     const { from, to } = range(ctx.query, zone, deps.clock());
     const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to);
     const services = await coachServices(deps.db, coachId, false);
+    const travel = await candidateTravel(deps.db, coachId, ctx.query);
     ctx.body = {
       coachId,
       timezone: zone,
       fromDate: from,
       toDate: to,
+      minutesTravel: travel,
       services: services.map((s) => ({
         service: s,
-        slots: slotsFor(s, schedule, reservations, from, to, deps.clock()),
+        slots: slotsFor(s, schedule, reservations, from, to, deps.clock(), travel),
       })),
     };
   });

@@ -5,6 +5,7 @@ import type { AppDeps } from '../src/deps';
 import { notFound } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
+import { greatCircleKm } from '../commands/calendar/travel';
 import { coachRating } from './reviews';
 import { findCoach } from '../src/readModels/users';
 import type { PublicCoachProfileOut } from '../src/resources/coachProfile';
@@ -13,17 +14,6 @@ import { coachServices } from './services';
 import { listVideos } from './videos';
 import { listProfileMedia } from './profileMedia';
 import { galleryFileBase } from '../src/resources/fileBase';
-
-const EARTH_RADIUS_KM = 6371.0088;
-const rad = (deg: number) => (deg * Math.PI) / 180;
-
-/** Great-circle (haversine) distance in km. */
-export function greatCircleKm(a: { lat: number; lng: number }, b: { lat: number; lng: number }): number {
-  const h =
-    Math.sin(rad(b.lat - a.lat) / 2) ** 2 +
-    Math.cos(rad(a.lat)) * Math.cos(rad(b.lat)) * Math.sin(rad(b.lng - a.lng) / 2) ** 2;
-  return 2 * EARTH_RADIUS_KM * Math.asin(Math.min(1, Math.sqrt(h)));
-}
 
 async function defaultAddress(db: Queryable, userId: string): Promise<{ lat: number; lng: number } | null> {
   const res = await db.query<{ lat: number; lng: number }>(

@@ -13,6 +13,7 @@ import { addressBook } from '../addresses/decider';
 import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
+import { travelMinutes } from '../calendar/travel';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
 import { bookingOfSession, listBooking } from './lookups';
 import { completeBooking } from './complete';
@@ -32,23 +33,22 @@ const ServicePath = t.type({ service_id: Uuid });
 const SessionPath = t.type({ session_id: Uuid });
 
 /**
- * Where the session takes place, from the client's own address book (`addresses-<userId>`): a saved
- * address, or the address and position given in the body. Null when `addressId` is not one of the
- * client's saved addresses.
+ * Where the session takes place and how far the coach travels, from the coach's address book
+ * (`addresses-<coachId>`, the log, not a read model): `addressId` names one of the coach's saved places
+ * (no travel); without it the session is at the client's place (`address`, `position`), and the coach
+ * travels there from its default address. Null when `addressId` is not one of the coach's addresses.
  */
-async function clientAddress(deps: AppDeps, userId: string, body: BookingBody) {
-  if (!body.addressId) {
-    return {
-      addressId: null,
-      clientAddress: body.address ?? '',
-      clientLocation: body.position ? { lat: body.position.lat, lng: body.position.lng } : null,
-    };
+async function placeOf(deps: AppDeps, coachId: string, body: BookingBody) {
+  const book = await readState(deps.store, addressStream(coachId), addressBook);
+  const clientLocation = body.position ? { lat: body.position.lat, lng: body.position.lng } : null;
+  const common = { clientAddress: body.address ?? '', clientLocation };
+  if (body.addressId) {
+    const addressId = body.addressId.toLowerCase();
+    if (!book.addresses.some((a) => a.id === addressId)) return null;
+    return { ...common, addressId, minutesTravel: 0 };
   }
-  const addressId = body.addressId.toLowerCase();
-  const book = await readState(deps.store, addressStream(userId), addressBook);
-  const a = book.addresses.find((x) => x.id === addressId);
-  if (!a) return null;
-  return { addressId, clientAddress: body.address ?? a.address, clientLocation: { lat: a.lat, lng: a.lng } };
+  const base = book.addresses.find((a) => a.isDefault) ?? null;
+  return { ...common, addressId: null, minutesTravel: travelMinutes(base, clientLocation) };
 }
 
 export function bookingCommands(deps: AppDeps): Router {
@@ -62,13 +62,10 @@ export function bookingCommands(deps: AppDeps): Router {
     const { userId } = currentPrincipal(ctx);
     // The service and the address come from their own streams: a lagging or stopped read model must not
     // book a rejected service, at an old price, or past a reduced group size.
-    const [found, where] = await Promise.all([
-      readState(deps.store, serviceStream(serviceId), service),
-      clientAddress(deps, userId, body),
-    ]);
-    const bookable = found.service;
+    const bookable = (await readState(deps.store, serviceStream(serviceId), service)).service;
     if (!bookable) throw notFound('service_not_found', 'no such bookable service');
-    if (!where) throw notFound('address_not_found', 'addressId is not one of your saved addresses');
+    const where = await placeOf(deps, bookable.coachId, body);
+    if (!where) throw notFound('address_not_found', "addressId is not one of the coach's saved addresses");
     const method = body.method ?? 'card';
     const groupId = deps.newId();
     const now = deps.clock().toISOString();

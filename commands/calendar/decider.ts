@@ -54,6 +54,7 @@ export type ClientOrder = Pick<
   | 'parking'
   | 'parkingDescription'
   | 'orderDescription'
+  | 'minutesTravel'
 >;
 
 /** The service's part of a booking's terms, as the service is when the booking is decided. */
@@ -105,6 +106,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             groupId,
             startsAt: s.startsAt,
             endsAt: s.endsAt,
+            travelMinutes: event.data.terms.minutesTravel ?? 0,
           });
         return { ...state, reservations };
       }
@@ -142,11 +144,12 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           if (!start) return left(unavailable(`${slot} does not exist in ${schedule.timezone}`));
           const date = start.toISODate()!;
           // Earlier slots of this same request count as taken, so a package cannot overlap itself.
+          const travel = command.order.minutesTravel ?? 0;
           const taken = [
             ...active,
-            ...held.map((h) => ({ ...h, serviceId: '', clientId: command.clientId })),
+            ...held.map((h) => ({ ...h, serviceId: '', clientId: command.clientId, travelMinutes: travel })),
           ];
-          const free = freeSlots(schedule, taken, rules, date, date, now).find(
+          const free = freeSlots(schedule, taken, rules, date, date, now, travel).find(
             (f) => f.slot.slice(0, 16) === slot.slice(0, 16),
           );
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));

@@ -46,6 +46,7 @@ export interface BookingTerms {
   expiresInDays: number;
   method: string;
   methodId: number;
+  /** One of the coach's saved addresses where the session takes place; null: at the client's place. */
   addressId: string | null;
   clientAddress: string;
   clientLocation: { lat: number; lng: number } | null;
@@ -53,6 +54,12 @@ export interface BookingTerms {
   parkingDescription: string;
   orderDescription: string;
   paymentExpiresAt: string;
+  /**
+   * Minutes the coach travels to the client's place and back, each way (0 at the coach's address or with no
+   * default address to start from); blocked on the calendar before and after each session. Absent in
+   * bookings made before travel was computed (read as 0).
+   */
+  minutesTravel?: number;
 }
 
 export type ScheduleSet = DomainEvent<'ScheduleSet', { coachId: string; schedule: Schedule; setAt: string }>;

@@ -13,6 +13,8 @@ export interface Reservation {
   clientId: string;
   startsAt: string;
   endsAt: string;
+  /** The coach's travel to and from it: blocked before the start and after the end (0 or absent: none). */
+  travelMinutes?: number;
 }
 
 export interface SlotRules {
@@ -22,13 +24,23 @@ export interface SlotRules {
   maxGroupSize: number;
   minimumNoticeHours: number;
   bookingWindowDays: number;
+  /**
+   * `Service.slots` read as start times: local minutes after midnight per ISO weekday (1 = Monday). Null
+   * when the service has none: slots then step through each interval by the session length.
+   */
+  startTimes: Map<number, number[]> | null;
 }
 
 /** A service's rules for its slots: availability shows and booking checks the very same ones. */
 export const slotRulesOf = (
   s: { id: string } & Pick<
     ServiceFields,
-    'sessionMinutesDuration' | 'groupSession' | 'maxGroupSize' | 'minimumNoticeHours' | 'bookingWindowDays'
+    | 'sessionMinutesDuration'
+    | 'groupSession'
+    | 'maxGroupSize'
+    | 'minimumNoticeHours'
+    | 'bookingWindowDays'
+    | 'slots'
   >,
 ): SlotRules => ({
   serviceId: s.id,
@@ -37,7 +49,34 @@ export const slotRulesOf = (
   maxGroupSize: s.maxGroupSize,
   minimumNoticeHours: s.minimumNoticeHours,
   bookingWindowDays: s.bookingWindowDays,
+  startTimes: startTimesOf(s.slots ?? []),
 });
+
+/** `HH:mm` (every day) or `<weekday> HH:mm` (e.g. `monday 09:30`): one element of `Service.slots`. */
+export const SERVICE_SLOT_RE =
+  /^(?:(monday|tuesday|wednesday|thursday|friday|saturday|sunday) )?([01]\d|2[0-3]):([0-5]\d)$/;
+
+/**
+ * Start times per weekday from `Service.slots`; null when it names none. Elements that do not parse (only
+ * possible in services stored before the format was checked) are skipped.
+ */
+export function startTimesOf(slots: readonly string[]): Map<number, number[]> | null {
+  const out = new Map<number, number[]>();
+  for (const entry of slots) {
+    const m = SERVICE_SLOT_RE.exec(entry.trim().toLowerCase());
+    if (!m) continue;
+    const minutes = Number(m[2]) * 60 + Number(m[3]);
+    const days = m[1] ? [WEEKDAYS.indexOf(m[1] as (typeof WEEKDAYS)[number]) + 1] : [1, 2, 3, 4, 5, 6, 7];
+    for (const d of days) out.set(d, [...(out.get(d) ?? []), minutes]);
+  }
+  if (out.size === 0) return null;
+  for (const [d, list] of out)
+    out.set(
+      d,
+      [...new Set(list)].sort((a, b) => a - b),
+    );
+  return out;
+}
 
 export interface FreeSlot {
   /** Local date-time in the coach's zone, no offset: "2026-12-01T10:00:00". */
@@ -70,11 +109,27 @@ export function parseLocal(slot: string, zone: string): DateTime | null {
 const overlaps = (aStart: number, aEnd: number, bStart: number, bEnd: number) =>
   aStart < bEnd && bStart < aEnd;
 
+/** Start minutes of a slot inside one interval: the service's start times, or steps of the session length. */
+function startsIn(interval: Interval, rules: SlotRules, weekday: number): number[] {
+  const start = toMinutes(interval.start);
+  const end = toMinutes(interval.end);
+  if (rules.startTimes)
+    return (rules.startTimes.get(weekday) ?? []).filter(
+      (m) => m >= start && m + rules.minutesDuration <= end,
+    );
+  const out: number[] = [];
+  for (let m = start; m + rules.minutesDuration <= end; m += rules.minutesDuration) out.push(m);
+  return out;
+}
+
 /**
- * Free slots of a service between two local dates (inclusive), stepping by the session length from the
- * start of each interval. A slot is free when it starts after the minimum notice, inside the booking
- * window, and overlaps no active reservation, except seats of the same group slot while seats are left.
- * In the autumn DST fold the repeated wall time is offered once (its first occurrence).
+ * Free slots of a service between two local dates (inclusive): at the service's start times
+ * (`Service.slots`) inside the schedule's intervals, or else stepping by the session length from the start
+ * of each interval. A slot is free when it starts after the minimum notice, inside the booking window, and
+ * overlaps no active reservation, except seats of the same group slot while seats are left. Travel counts
+ * as busy time: each reservation's `travelMinutes` before and after it, and `travelMinutes` (the coach's
+ * travel to this booking's place) before and after the candidate slot. In the autumn DST fold the
+ * repeated wall time is offered once (its first occurrence).
  */
 export function freeSlots(
   schedule: Schedule,
@@ -83,11 +138,18 @@ export function freeSlots(
   fromDate: string,
   toDate: string,
   now: Date,
+  travelMinutes = 0,
 ): FreeSlot[] {
   const zone = schedule.timezone;
   const earliest = now.getTime() + rules.minimumNoticeHours * 3_600_000;
   const latest = now.getTime() + rules.bookingWindowDays * 86_400_000;
-  const busy = reservations.map((r) => ({ ...r, s: Date.parse(r.startsAt), e: Date.parse(r.endsAt) }));
+  const busy = reservations.map((r) => {
+    const s = Date.parse(r.startsAt);
+    const e = Date.parse(r.endsAt);
+    const travel = (r.travelMinutes ?? 0) * 60_000;
+    return { ...r, s, e, bs: s - travel, be: e + travel };
+  });
+  const ownTravel = travelMinutes * 60_000;
   const out: FreeSlot[] = [];
   const last = DateTime.fromISO(toDate, { zone });
   const capacity = rules.groupSession ? rules.maxGroupSize : 1;
@@ -99,8 +161,7 @@ export function freeSlots(
     const steadyOffset = day.offset === next.offset ? day.offset : null;
     const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
     for (const interval of hoursOn(schedule, day)) {
-      const end = toMinutes(interval.end);
-      for (let m = toMinutes(interval.start); m + rules.minutesDuration <= end; m += rules.minutesDuration) {
+      for (const m of startsIn(interval, rules, day.weekday)) {
         const label = `${date}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
         let s: number;
         if (steadyOffset !== null) s = midnightUtc + (m - steadyOffset) * 60_000;
@@ -114,9 +175,12 @@ export function freeSlots(
         let seatsTaken = 0;
         let blocked = false;
         for (const r of busy) {
-          if (!overlaps(s, e, r.s, r.e)) continue;
-          if (rules.groupSession && r.serviceId === rules.serviceId && r.s === s && r.e === e) seatsTaken++;
-          else blocked = true;
+          if (rules.groupSession && r.serviceId === rules.serviceId && r.s === s && r.e === e) {
+            seatsTaken++;
+            continue;
+          }
+          // Both sides' travel is busy time: the coach needs it between two places.
+          if (overlaps(s - ownTravel, e + ownTravel, r.bs, r.be)) blocked = true;
         }
         if (blocked || seatsTaken >= capacity) continue;
         out.push({

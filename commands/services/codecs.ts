@@ -1,4 +1,5 @@
 import * as t from 'io-ts';
+import { SERVICE_SLOT_RE } from '../calendar/slots';
 import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../../src/http/validation';
 
 const Currency = refine(
@@ -25,7 +26,19 @@ const optional = {
   expiresInDays: intIn(1, 3650, 'days'),
   groupSession: t.boolean,
   maxGroupSize: intIn(1, 500, 'group size'),
-  slots: t.array(boundedString(100)),
+  slots: refine(
+    t.array(
+      refine(
+        t.string,
+        (x) => SERVICE_SLOT_RE.test(x.trim().toLowerCase()),
+        'service_slot',
+        'Input should be a start time HH:mm, or a weekday and a start time, e.g. "monday 09:30"',
+      ),
+    ),
+    (a) => a.length <= 500,
+    'slots',
+    'slots should hold at most 500 start times',
+  ),
   minimumNoticeHours: intIn(0, 720, 'hours'),
   bookingWindowDays: intIn(1, 3650, 'days'),
 };

@@ -17,7 +17,10 @@ export interface ServiceFields {
   expiresInDays: number;
   groupSession: boolean;
   maxGroupSize: number;
-  /** Kept as given; the element shape is not in the interface document. */
+  /**
+   * Start times the service may be booked at, inside the coach's schedule: `HH:mm` (every day) or
+   * `<weekday> HH:mm`, local to the coach's zone; empty: every step of the session length (docs/api.md).
+   */
   slots: string[];
   /** Not in the interface document: how long before its start a slot can still be booked. */
   minimumNoticeHours: number;

@@ -35,7 +35,7 @@ export const toSessionOut = (s: SessionRecord) => ({
   currency: s.terms.currency,
   dayAvailability: DateTime.fromISO(s.slot).weekday,
   minutesDuration: s.terms.minutesDuration,
-  minutesTravel: 0,
+  minutesTravel: s.terms.minutesTravel ?? 0,
   promo: s.terms.promo,
   parking: s.terms.parking,
   parkingDescription: s.terms.parkingDescription,

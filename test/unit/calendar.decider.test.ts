@@ -39,6 +39,7 @@ const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
   maxGroupSize: 1,
   minimumNoticeHours: 0,
   bookingWindowDays: 60,
+  startTimes: null,
   ...over,
 });
 /** The approved service a test books, shaped by slot-rule overrides (as its coach would have set them). */

@@ -17,6 +17,7 @@ const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
   maxGroupSize: 1,
   minimumNoticeHours: 0,
   bookingWindowDays: 365,
+  startTimes: null,
   ...over,
 });
 const night = [{ start: '00:00', end: '06:00' }];

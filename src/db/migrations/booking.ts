@@ -51,4 +51,11 @@ CREATE INDEX sessions_client ON sessions (client_id, starts_at DESC);
 CREATE INDEX sessions_coach ON sessions (coach_id, starts_at DESC);
 `,
   },
+  {
+    version: 22,
+    name: 'travel time around slot holds',
+    sql: `
+ALTER TABLE slot_holds ADD COLUMN travel_minutes integer NOT NULL DEFAULT 0;
+`,
+  },
 ];

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import { eventually, marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+// Tuesday 1 December 2026, 09:00 in Berlin.
+const now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => now });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+
+const ALEXANDERPLATZ = { lat: 52.5219, lng: 13.4132 };
+const TIERGARTEN = { lat: 52.5145, lng: 13.3501 };
+/** 27.8 km from Alexanderplatz: × 1.3 road factor at 30 km/h is 72.2 minutes, rounded up to 75. */
+const POTSDAM = { lat: 52.3906, lng: 13.0645 };
+
+async function saveAddress(token: string, name: string, at: { lat: number; lng: number }) {
+  const res = await t.request('POST', '/api/v1/nav/addreses', {
+    token,
+    body: { ...at, name, address: `${name} 1, Berlin` },
+  });
+  expect(res.status).toBe(200);
+  return (res.body as { id: string; name: string }[]).find((a) => a.name === name)!.id;
+}
+
+/** A coach whose default address is its studio at Alexanderplatz, plus a park it also coaches in. */
+async function coachWithPlaces(over: Record<string, unknown> = {}) {
+  const coach = await m.coach();
+  const studio = await saveAddress(coach.token, 'Studio', ALEXANDERPLATZ);
+  const park = await saveAddress(coach.token, 'Park', TIERGARTEN);
+  const serviceId = await m.offering(coach, over);
+  return { coach, studio, park, serviceId };
+}
+
+const book = (token: string, serviceId: string, body: Record<string, unknown>) =>
+  t.request('POST', `/api/v1/service/${serviceId}`, { token, body });
+
+const freeOn = async (serviceId: string, date: string, query = '') => {
+  const res = await t.request(
+    'GET',
+    `/api/v1/service/${serviceId}/availability?from_date=${date}&to_date=${date}${query}`,
+  );
+  expect(res.status).toBe(200);
+  return {
+    travel: res.body.minutesTravel as number,
+    slots: (res.body.slots as { slot: string }[]).map((s) => s.slot.slice(11, 16)),
+  };
+};
+
+describe("addressId is one of the coach's places (8)", () => {
+  it("books a session at the coach's address; the client's own location still comes from address/position", async () => {
+    const { park, serviceId } = await coachWithPlaces();
+    const client = await m.client();
+    const res = await book(client.token, serviceId, {
+      slots: ['2026-12-02T10:00:00'],
+      addressId: park,
+      address: 'Client street 5',
+      position: POTSDAM,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body[0]).toMatchObject({
+      addressId: park,
+      clientAddress: 'Client street 5',
+      clientLocation: POTSDAM,
+      minutesTravel: 0,
+    });
+    const stored = await eventually(
+      () => t.request('GET', `/api/v1/session/${res.body[0].id}`, { token: client.token }),
+      (r) => r.status === 200,
+    );
+    expect(stored.body).toMatchObject({ addressId: park, minutesTravel: 0 });
+  });
+
+  it("refuses an address that is not the coach's (the client's own included) with a clear 404; a malformed id is 422", async () => {
+    const { serviceId } = await coachWithPlaces();
+    const client = await m.client();
+    const own = await saveAddress(client.token, 'Home', POTSDAM);
+    for (const addressId of [own, randomUUID()]) {
+      const res = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'], addressId });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({
+        error: 'address_not_found',
+        message: "addressId is not one of the coach's saved addresses",
+        code: 404,
+      });
+    }
+    const bad = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'], addressId: 'x' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0].loc).toEqual(['body', 'addressId']);
+  });
+});
+
+describe('travel time (minutesTravel)', () => {
+  it("is computed for a session at the client's place and blocked on the calendar before and after it", async () => {
+    const { coach, studio, serviceId } = await coachWithPlaces();
+    const client = await m.client();
+    // Wednesday 12:00-13:00 in Potsdam: the coach is away 10:45 to 14:15.
+    const far = await book(client.token, serviceId, {
+      slots: ['2026-12-02T12:00:00'],
+      address: 'Potsdam, Am Kanal 1',
+      position: POTSDAM,
+    });
+    expect(far.status).toBe(200);
+    expect(far.body[0]).toMatchObject({ minutesTravel: 75, addressId: null, clientLocation: POTSDAM });
+
+    // At the coach's place (or with no place given): 10:00, 11:00, 13:00 and 14:00 collide with the trip.
+    expect(await freeOn(serviceId, '2026-12-02')).toEqual({ travel: 0, slots: ['09:00', '15:00', '16:00'] });
+    expect(await freeOn(serviceId, '2026-12-02', `&address_id=${studio}`)).toEqual({
+      travel: 0,
+      slots: ['09:00', '15:00', '16:00'],
+    });
+    // Another client in Potsdam needs 75 minutes each way as well: only 16:00 leaves room for both trips.
+    expect(await freeOn(serviceId, '2026-12-02', `&lat=${POTSDAM.lat}&lng=${POTSDAM.lng}`)).toEqual({
+      travel: 75,
+      slots: ['16:00'],
+    });
+    // A client next door to the studio (0 minutes) gets what the coach's place gets.
+    expect(
+      await freeOn(serviceId, '2026-12-02', `&lat=${ALEXANDERPLATZ.lat}&lng=${ALEXANDERPLATZ.lng}`),
+    ).toEqual({ travel: 0, slots: ['09:00', '15:00', '16:00'] });
+
+    // Booking follows the same rule: back-to-back at places too far apart is refused.
+    const other = await m.client();
+    const tooClose = await book(other.token, serviceId, {
+      slots: ['2026-12-02T14:00:00'],
+      addressId: studio,
+    });
+    expect(tooClose.status).toBe(409);
+    expect(tooClose.body.error).toBe('slot_unavailable');
+    const farAgain = await book(other.token, serviceId, {
+      slots: ['2026-12-02T15:00:00'],
+      position: POTSDAM,
+    });
+    expect(farAgain.status).toBe(409);
+    const ok = await book(other.token, serviceId, { slots: ['2026-12-02T16:00:00'], position: POTSDAM });
+    expect(ok.status).toBe(200);
+    expect(ok.body[0].minutesTravel).toBe(75);
+
+    // The coach's other services share the calendar, and the coach availability (11) shows the same.
+    const coachView = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+    );
+    expect(coachView.body.services[0].slots.map((s: { slot: string }) => s.slot.slice(11, 16))).toEqual([
+      '09:00',
+    ]);
+
+    // Declining the first session gives its time and its travel back.
+    expect(
+      (await t.request('POST', `/api/v1/session/${far.body[0].id}/decline`, { token: coach.token })).status,
+    ).toBe(200);
+    expect((await freeOn(serviceId, '2026-12-02')).slots).toEqual([
+      '09:00',
+      '10:00',
+      '11:00',
+      '12:00',
+      '13:00',
+    ]);
+  });
+
+  it('is 0 when the coach has no default address or the client gives no position', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const res = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'], position: POTSDAM });
+    expect(res.body[0].minutesTravel).toBe(0);
+    const { serviceId: withBase } = await coachWithPlaces();
+    const noPosition = await book(client.token, withBase, {
+      slots: ['2026-12-02T10:00:00'],
+      address: 'somewhere',
+    });
+    expect(noPosition.body[0].minutesTravel).toBe(0);
+  });
+
+  it('availability validates its place parameters', async () => {
+    const { serviceId } = await coachWithPlaces();
+    const url = `/api/v1/service/${serviceId}/availability`;
+    expect((await t.request('GET', `${url}?lat=52.5`)).status).toBe(422);
+    expect((await t.request('GET', `${url}?lat=95&lng=13`)).status).toBe(422);
+    expect((await t.request('GET', `${url}?lat=x&lng=13`)).status).toBe(422);
+    const notCoach = await t.request('GET', `${url}?address_id=${randomUUID()}`);
+    expect(notCoach.status).toBe(404);
+    expect(notCoach.body.error).toBe('address_not_found');
+  });
+});
+
+describe('Service.slots: the start times a service may be booked at', () => {
+  it('limits availability (6, 11) and booking (8) to the listed local start times inside the schedule', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { slots: ['09:30', 'wednesday 14:00', 'friday 20:00'] });
+    const service = await t.request('GET', `/api/v1/service/${serviceId}`);
+    expect(service.body.slots).toEqual(['09:30', 'wednesday 14:00', 'friday 20:00']);
+    expect((await freeOn(serviceId, '2026-12-02')).slots).toEqual(['09:30', '14:00']); // Wednesday
+    expect((await freeOn(serviceId, '2026-12-03')).slots).toEqual(['09:30']); // Thursday
+    // Friday 20:00 is outside the coach's hours (09:00-17:00): not offered.
+    expect((await freeOn(serviceId, '2026-12-04')).slots).toEqual(['09:30']);
+    const coachView = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+    );
+    expect(coachView.body.services[0].slots.map((s: { slot: string }) => s.slot.slice(11, 16))).toEqual([
+      '09:30',
+      '14:00',
+    ]);
+
+    const client = await m.client();
+    const offGrid = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    expect(offGrid.status).toBe(409);
+    expect(offGrid.body.error).toBe('slot_unavailable');
+    const onGrid = await book(client.token, serviceId, { slots: ['2026-12-02T14:00:00'] });
+    expect(onGrid.status).toBe(200);
+    expect(onGrid.body[0].slot).toBe('2026-12-02T14:00:00');
+  });
+
+  it('refuses start times that are not HH:mm or a weekday and HH:mm', async () => {
+    const coach = await m.coach();
+    for (const slots of [['25:00'], ['funday 10:00'], ['9:30'], ['monday'], [7]]) {
+      const res = await t.request('POST', '/api/v1/coach/services', {
+        token: coach.token,
+        body: { name: 'x', price: 1, priceCurrency: 'EUR', sessionMinutesDuration: 60, slots },
+      });
+      expect({ slots, status: res.status, loc: res.body.detail?.[0]?.loc }).toEqual({
+        slots,
+        status: 422,
+        loc: ['body', 'slots', 0],
+      });
+    }
+  });
+});
