@@ -1,6 +1,7 @@
 import { ensureListed } from '../commands/booking/lookups';
 import type { SlotsReserved } from '../commands/calendar/events';
 import type { EventStore } from '../src/eventstore/types';
+import { LEASES } from '../src/leases';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
 
@@ -12,6 +13,8 @@ import type { Projection } from './runner';
 export function bookingListProcess(store: EventStore): Projection {
   return {
     name: 'booking-list-process',
+    // Part of the booking process's work: one instance at a time lists what requests did not.
+    lease: LEASES.bookingProcess,
     handles: ['SlotsReserved'],
     async react(recorded) {
       await ensureListed(store, recorded.data as SlotsReserved['data'], {

@@ -8,7 +8,7 @@ import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/comman
 import { HttpError, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, decode } from '../../src/http/validation';
-import { sessionRecordOf, toSessionOut } from '../../src/resources/session';
+import { sessionRecordOf, sessionRecordsOfHold, toSessionOut } from '../../src/resources/session';
 import { addressBook } from '../addresses/decider';
 import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
@@ -120,24 +120,8 @@ export function bookingCommands(deps: AppDeps): Router {
         return null;
       });
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
-    ctx.body = reserved.sessions.map((s) =>
-      toSessionOut({
-        id: s.sessionId,
-        groupId,
-        coachId: reserved.coachId,
-        clientId: userId,
-        serviceId,
-        state: 'new',
-        paymentState: 'awaiting',
-        startsAt: s.startsAt,
-        endsAt: s.endsAt,
-        slot: s.slot,
-        timezone: reserved.timezone,
-        terms: reserved.terms,
-        bookedAt: now,
-        reviewed: false,
-      }),
-    );
+    // The reply is the stored hold, as the client's later reads will show it.
+    ctx.body = sessionRecordsOfHold(reserved).map(toSessionOut);
   });
 
   /** Runs a lifecycle command on the session's booking, then answers the session as it now is. */

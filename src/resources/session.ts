@@ -1,6 +1,6 @@
 import { DateTime } from 'luxon';
 import type { Booking } from '../../commands/booking/decider';
-import type { BookingTerms } from '../../commands/calendar/events';
+import type { BookingTerms, SlotsReserved } from '../../commands/calendar/events';
 import { dayMonthYear } from '../../commands/calendar/slots';
 
 /** What the Session reply is made of: a sessions row, or a fresh booking before its row exists. */
@@ -83,3 +83,22 @@ export function sessionRecordOf(b: Booking, sessionId: string, paymentState: str
     reviewed: s.reviewed,
   };
 }
+
+/** The sessions of a fresh booking, from its hold alone (the booking's reply, before any read model). */
+export const sessionRecordsOfHold = (h: SlotsReserved['data']): SessionRecord[] =>
+  h.sessions.map((s) => ({
+    id: s.sessionId,
+    groupId: h.groupId,
+    coachId: h.coachId,
+    clientId: h.clientId,
+    serviceId: h.serviceId,
+    state: 'new',
+    paymentState: 'awaiting',
+    startsAt: s.startsAt,
+    endsAt: s.endsAt,
+    slot: s.slot,
+    timezone: h.timezone,
+    terms: h.terms,
+    bookedAt: h.reservedAt,
+    reviewed: false,
+  }));
