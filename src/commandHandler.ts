@@ -1,10 +1,21 @@
 import { isLeft } from 'fp-ts/Either';
 import type { Decider, DomainError, DomainEvent } from './decider';
-import type { EventMetadata, EventStore, Position } from './eventstore/types';
+import type { EventMetadata, EventStore, Position, StreamAppend } from './eventstore/types';
 import { WrongExpectedRevisionError } from './eventstore/types';
 
 export type CommandOutcome<E, S> =
-  { ok: true; events: E[]; state: S; position: Position | null } | { ok: false; error: DomainError };
+  | {
+      ok: true;
+      events: E[];
+      state: S;
+      position: Position | null;
+      /** Whether the `alongside` appends were written in the same transaction (SQL stores only). */
+      alongside: boolean;
+    }
+  | { ok: false; error: DomainError };
+
+/** Appends that follow from a command's events, to other streams, written atomically with them. */
+export type Alongside<E> = (events: E[]) => StreamAppend[];
 
 export class ConcurrencyConflictError extends Error {
   constructor(readonly streamName: string) {
@@ -32,6 +43,8 @@ export async function readState<E extends DomainEvent, S>(
  * With `metadata.idempotencyTag` (a keyed HTTP request), events of the stream carrying the same tag are
  * the outcome of an earlier run of the same request, returned instead of deciding again (one command per
  * stream and keyed request, which every route keeps to).
+ * `alongside` names appends to other streams that follow from the events: on a store with appendMany they
+ * are written in the same transaction (the outcome says so); elsewhere the caller writes them after.
  */
 export async function handleCommand<C, E extends DomainEvent, S>(
   store: EventStore,
@@ -40,6 +53,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   command: C,
   metadata: EventMetadata,
   retries = 8,
+  alongside?: Alongside<E>,
 ): Promise<CommandOutcome<E, S>> {
   const tag = metadata.idempotencyTag;
   for (let attempt = 0; ; attempt++) {
@@ -56,21 +70,33 @@ export async function handleCommand<C, E extends DomainEvent, S>(
           events: earlier.map((r) => ({ type: r.type, data: r.data }) as E),
           state,
           position: earlier[earlier.length - 1]!.position,
+          alongside: false,
         };
     }
     const decided = decider.decide(command, state);
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;
-    if (events.length === 0) return { ok: true, events, state, position: null };
+    if (events.length === 0) return { ok: true, events, state, position: null, alongside: false };
+    const own: StreamAppend = {
+      streamName,
+      events: events.map((e) => ({ type: e.type, data: e.data, metadata })),
+      expectedRevision: revision,
+    };
+    const others = alongside && store.appendMany ? alongside(events) : [];
     try {
-      const result = await store.append(
-        streamName,
-        events.map((e) => ({ type: e.type, data: e.data, metadata })),
-        { expectedRevision: revision },
-      );
-      return { ok: true, events, state: events.reduce(decider.evolve, state), position: result.position };
+      const written = others.length
+        ? await store.appendMany!([own, ...others])
+        : [await store.append(streamName, own.events, { expectedRevision: revision })];
+      return {
+        ok: true,
+        events,
+        state: events.reduce(decider.evolve, state),
+        position: written[written.length - 1]!.position,
+        alongside: others.length > 0,
+      };
     } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+      // Only a race on the command's own stream is decided again; the others are the caller's to know.
+      if (!(err instanceof WrongExpectedRevisionError) || err.streamName !== streamName) throw err;
       if (attempt >= retries) throw new ConcurrencyConflictError(streamName);
       // Jitter spreads out writers that collided so they do not collide again in lockstep.
       await new Promise((r) => setTimeout(r, Math.random() * 10 * (attempt + 1)));

@@ -1,4 +1,4 @@
-import type { EventMetadata, EventStore, Position } from '../../src/eventstore/types';
+import type { EventMetadata, EventStore, Position, StreamAppend } from '../../src/eventstore/types';
 import { WrongExpectedRevisionError, comparePositions } from '../../src/eventstore/types';
 import type { SlotsReserved } from '../calendar/events';
 import { paymentStream, type PaymentCreated } from '../payments/events';
@@ -7,15 +7,13 @@ import { bookingStream, type SessionsBooked } from './events';
 /**
  * A booking writes three streams: the calendar hold (which decides), then the booking's sessions and its
  * payment. Both later writes are derived from the hold alone, with the hold's ids, and appended only if
- * their stream does not exist yet, so the booking route and the booking process manager can both run this
- * after a crash, in any order, any number of times, and the result is the same. Answers the latest
- * position of the two, whoever wrote them, for the caller to wait on read models.
+ * their stream does not exist yet. On the SQL stores the booking route writes them in the hold's own
+ * transaction (`bookingAppends`); on EventStoreDB, or after a crash, `completeBooking` writes them, and
+ * the booking route and the booking process manager can both run it, in any order, any number of times,
+ * with the same result. It answers the latest position of the two, whoever wrote them, for the caller to
+ * wait on read models.
  */
-export async function completeBooking(
-  store: EventStore,
-  reserved: SlotsReserved['data'],
-  metadata: EventMetadata,
-): Promise<Position | null> {
+export function bookingAppends(reserved: SlotsReserved['data'], metadata: EventMetadata): StreamAppend[] {
   const { groupId, coachId, clientId, serviceId, sessions, terms, timezone, reservedAt } = reserved;
   const booked: SessionsBooked = {
     type: 'SessionsBooked',
@@ -38,14 +36,35 @@ export async function completeBooking(
       createdAt: reservedAt,
     },
   };
-  let last: Position | null = null;
-  for (const [stream, event] of [
-    [bookingStream(groupId), booked],
-    [paymentStream(terms.paymentId), payment],
-  ] as const) {
+  return [
+    { streamName: bookingStream(groupId), events: [{ ...booked, metadata }], expectedRevision: 'no_stream' },
+    {
+      streamName: paymentStream(terms.paymentId),
+      events: [{ ...payment, metadata }],
+      expectedRevision: 'no_stream',
+    },
+  ];
+}
+
+export async function completeBooking(
+  store: EventStore,
+  reserved: SlotsReserved['data'],
+  metadata: EventMetadata,
+): Promise<Position | null> {
+  const appends = bookingAppends(reserved, metadata);
+  if (store.appendMany) {
+    // Usually both streams are written together, or both exist already: one call finds out.
     try {
-      last = (await store.append(stream, [{ ...event, metadata }], { expectedRevision: 'no_stream' }))
-        .position;
+      const written = await store.appendMany(appends);
+      return written[written.length - 1]!.position;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+    }
+  }
+  let last: Position | null = null;
+  for (const { streamName: stream, events } of appends) {
+    try {
+      last = (await store.append(stream, events, { expectedRevision: 'no_stream' })).position;
     } catch (err) {
       if (!(err instanceof WrongExpectedRevisionError)) throw err;
       // Already written (the booking process got there first): its position still tells the caller when

@@ -1,4 +1,4 @@
-import type { EventMetadata, EventStore, NewEvent } from '../../src/eventstore/types';
+import type { EventMetadata, EventStore, NewEvent, StreamAppend } from '../../src/eventstore/types';
 import { WrongExpectedRevisionError } from '../../src/eventstore/types';
 import type { SlotsReserved } from '../calendar/events';
 import { calendarStream } from '../calendar/events';
@@ -48,10 +48,16 @@ export async function clientBookings(store: EventStore, clientId: string): Promi
 }
 
 /** The booking route lists a booking without reading the list first (a rare duplicate is harmless). */
-export const listBooking = (store: EventStore, reserved: SlotsReserved['data'], metadata: EventMetadata) =>
-  store.append(clientBookingsStream(reserved.clientId), [{ ...listingOf(reserved), metadata }], {
-    expectedRevision: 'any',
-  });
+export const listingAppend = (reserved: SlotsReserved['data'], metadata: EventMetadata): StreamAppend => ({
+  streamName: clientBookingsStream(reserved.clientId),
+  events: [{ ...listingOf(reserved), metadata }],
+  expectedRevision: 'any',
+});
+
+export const listBooking = (store: EventStore, reserved: SlotsReserved['data'], metadata: EventMetadata) => {
+  const { streamName, events, expectedRevision } = listingAppend(reserved, metadata);
+  return store.append(streamName, events, { expectedRevision });
+};
 
 /** Lists a booking unless it is listed already: the process manager heals (and backfills) with this. */
 export async function ensureListed(

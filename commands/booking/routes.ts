@@ -15,8 +15,8 @@ import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { travelMinutes } from '../calendar/travel';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
-import { bookingOfSession, listBooking } from './lookups';
-import { completeBooking } from './complete';
+import { bookingOfSession, listBooking, listingAppend } from './lookups';
+import { bookingAppends, completeBooking } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
 import { booking, type BookingCommand, type By } from './decider';
@@ -100,6 +100,12 @@ export function bookingCommands(deps: AppDeps): Router {
       // Many clients racing for one calendar: each retry re-decides on fresh holds, so losers learn
       // "slot_unavailable" rather than a generic conflict.
       60,
+      // On the SQL stores the client's list entry, the sessions and the payment are written in the hold's
+      // own transaction: one commit per booking, and nothing for the booking process to heal.
+      ([hold]) => {
+        const held = (hold as SlotsReserved).data;
+        return [listingAppend(held, metadata), ...bookingAppends(held, metadata)];
+      },
     ).catch((err: unknown) => {
       if (err instanceof ConcurrencyConflictError)
         throw new HttpError(409, 'conflict', 'the calendar is busy; retry the request');
@@ -110,15 +116,17 @@ export function bookingCommands(deps: AppDeps): Router {
     // The hold is the booking: once it is stored, a failure to write the sessions and payment is healed by
     // the booking process manager, so the client is told it booked rather than sent to retry into a 409.
     // Listed first: once the client's list names the booking, endpoint 17 and the lifecycle find it.
-    const last = await listBooking(deps.store, reserved, metadata)
-      .then(() => completeBooking(deps.store, reserved, metadata))
-      .catch((err: unknown) => {
-        deps.log.error('booking held but not completed; the booking process will complete it', {
-          groupId,
-          error: err instanceof Error ? err.message : String(err),
-        });
-        return null;
-      });
+    const last = outcome.alongside
+      ? outcome.position
+      : await listBooking(deps.store, reserved, metadata)
+          .then(() => completeBooking(deps.store, reserved, metadata))
+          .catch((err: unknown) => {
+            deps.log.error('booking held but not completed; the booking process will complete it', {
+              groupId,
+              error: err instanceof Error ? err.message : String(err),
+            });
+            return null;
+          });
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
     // The reply is the stored hold, as the client's later reads will show it.
     ctx.body = sessionRecordsOfHold(reserved).map(toSessionOut);
