@@ -13,9 +13,12 @@ export async function coachRating(db: Queryable, coachId: string): Promise<numbe
     'SELECT avg(rating)::text AS avg FROM reviews WHERE coach_id = $1',
     [coachId],
   );
-  const avg = res.rows[0]?.avg;
-  return avg == null ? null : Math.round(Number(avg) * 100) / 100;
+  return ratingOf(res.rows[0]?.avg ?? null);
 }
+
+/** An average rating as shown: 2 decimals, null while nobody has reviewed. */
+export const ratingOf = (avg: string | null): number | null =>
+  avg == null ? null : Math.round(Number(avg) * 100) / 100;
 
 export async function listReviews(
   db: Queryable,
