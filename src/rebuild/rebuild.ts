@@ -1,0 +1,301 @@
+import { randomUUID } from 'node:crypto';
+import type { Database, Queryable } from '../db/database';
+import {
+  START,
+  comparePositions,
+  type EventStore,
+  type Position,
+  type RecordedEvent,
+} from '../eventstore/types';
+import type { Projection } from '../../projections/runner';
+import { READ_MODEL_TABLES } from './tables';
+import { recordingQueryable } from './batch';
+import {
+  compareTable,
+  createShadowTable,
+  ident,
+  setLogged,
+  swapTables,
+  type TableDifference,
+} from './shadow';
+
+/**
+ * Rebuilding read models from the log, and proving them.
+ *
+ * The shadow schema holds empty copies of the chosen read models' tables. Events are replayed into it
+ * with each page in one transaction per read model whose `search_path` is the shadow schema alone, so the
+ * projections' own SQL (unqualified table names) writes there unchanged, while the service keeps serving
+ * (and updating) the live tables. Only `apply` runs: process managers (anything with `react`) are never
+ * part of a rebuild, so nothing is mailed, notified or settled again.
+ *
+ * The end, in one transaction: lock the read models' checkpoint rows (the runner takes the same lock to
+ * apply anything, so the live tables stop moving), replay into the shadow what was appended since it was
+ * filled (up to the head read under the lock), move the live tables out and the shadow's in, and set the
+ * checkpoints to that head. A runner blocked on the lock then finds the new checkpoint and carries on from
+ * there on the new tables, so no event is lost or applied twice across the swap.
+ *
+ * `verify` replays each read model up to its own checkpoint (re-read under the lock, so the live table is
+ * exactly that fold) and compares the two tables row by row instead of swapping.
+ */
+
+export class RebuildError extends Error {
+  override name = 'RebuildError';
+}
+
+export interface RebuildProgress {
+  phase: 'replay' | 'catch-up' | 'swap' | 'compare' | 'done';
+  /** Events read from the log so far. */
+  events: number;
+  position: Position;
+  /** Where the replay stops (the head when it started). */
+  target: Position;
+  first: Position | null;
+}
+
+export interface RebuildOptions {
+  db: Database;
+  store: EventStore;
+  /** Candidates: every projection the service runs (process managers are left out here). */
+  projections: Projection[];
+  /** Read models to rebuild; all when empty or omitted. */
+  names?: string[];
+  verify?: boolean;
+  /** Events per read and per transaction. */
+  pageSize?: number;
+  onProgress?: (p: RebuildProgress) => void;
+}
+
+export interface RebuildResult {
+  readModels: string[];
+  events: number;
+  /** Position the read models were rebuilt (or verified) up to; per read model for verify. */
+  positions: Record<string, { commit: string; prepare: string } | null>;
+  differences: TableDifference[];
+  ms: number;
+}
+
+/** Read models of the given projections: those that `apply` and never `react`. */
+export function readModelsOf(projections: Projection[], names: string[] = []): Projection[] {
+  const models = projections.filter((p) => p.apply && !p.react);
+  for (const m of models)
+    if (!READ_MODEL_TABLES[m.name])
+      throw new RebuildError(`read model ${m.name} has no tables listed in src/rebuild/tables.ts`);
+  if (!names.length) return models;
+  return names.map((n) => {
+    const m = models.find((x) => x.name === n);
+    if (m) return m;
+    const known = projections.find((x) => x.name === n);
+    throw new RebuildError(
+      known
+        ? `${n} is a process manager: it acts on events and is never replayed`
+        : `unknown read model ${n}; read models: ${models.map((x) => x.name).join(', ')}`,
+    );
+  });
+}
+
+const fmt = (p: Position | null) =>
+  p ? { commit: p.commit.toString(), prepare: p.prepare.toString() } : null;
+const max = (ps: Position[]) => ps.reduce((a, b) => (comparePositions(a, b) >= 0 ? a : b), START);
+
+/**
+ * Applies the model's events of `events` after `after` and up to `upTo`, in `tx`. On PostgreSQL the
+ * statements go in one round trip (see batch.ts); `oneByOne` runs them singly and names a failing event.
+ */
+async function applyEvents(
+  tx: Queryable,
+  model: Projection,
+  events: RecordedEvent[],
+  after: Position,
+  upTo: Position,
+  mode: 'batched' | 'oneByOne',
+) {
+  const mine = events.filter(
+    (e) =>
+      model.handles.includes(e.type) &&
+      comparePositions(e.position, after) > 0 &&
+      comparePositions(e.position, upTo) <= 0,
+  );
+  if (!mine.length) return;
+  if (mode === 'batched') {
+    const recorder = recordingQueryable();
+    for (const e of mine) await model.apply!(recorder.tx, e);
+    const sql = recorder.take();
+    if (sql) await tx.query(sql);
+    return;
+  }
+  for (const e of mine)
+    try {
+      await model.apply!(tx, e);
+    } catch (err) {
+      throw new RebuildError(
+        `read model ${model.name} failed on event ${e.id} (${e.type}, ${e.streamName}@${e.revision}, ` +
+          `position ${e.position.commit}): ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+}
+
+const RETRY = Symbol('retry');
+
+export async function rebuildReadModels(opts: RebuildOptions): Promise<RebuildResult> {
+  const { db, store, verify = false, pageSize = 2000, onProgress } = opts;
+  const started = performance.now();
+  const models = readModelsOf(opts.projections, opts.names);
+  const tables = models.flatMap((m) => READ_MODEL_TABLES[m.name]!);
+  const live = (await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+  const tag = randomUUID().replace(/-/g, '').slice(0, 12);
+  const shadow = `rebuild_${tag}`;
+  const retired = `retired_${tag}`;
+  // PGlite runs in process (no round trip to save) and its query() takes one statement at a time.
+  const mode = db.kind === 'pg' ? 'batched' : 'oneByOne';
+  // On embedded PGlite the log is in the same single connection, which our open transaction holds: the log
+  // cannot be read under the lock there (see the final step).
+  const readUnderLock = store.kind !== 'pglite';
+  const onShadow = async (tx: Queryable) => {
+    await tx.query(`SELECT set_config('search_path', $1, true)`, [ident(shadow)]);
+  };
+
+  /** The read models' checkpoints (START when none yet); under `FOR UPDATE` when locking. */
+  const checkpoints = async (q: Queryable, lock: boolean) => {
+    const rows = await q.query<{ name: string; c: string; p: string }>(
+      `SELECT name, commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints
+       WHERE name = ANY($1::text[]) ORDER BY name ${lock ? 'FOR UPDATE' : ''}`,
+      [models.map((m) => m.name)],
+    );
+    const out = new Map<string, Position>(models.map((m) => [m.name, START]));
+    for (const r of rows.rows) out.set(r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) });
+    return out;
+  };
+  /** Where each read model's replay should end: the head for a rebuild, its checkpoint for a verify. */
+  const wanted = async (q: Queryable) => (verify ? checkpoints(q, false) : allAt(await store.headPosition()));
+  const allAt = (p: Position) => new Map(models.map((m) => [m.name, p]));
+
+  let events = 0;
+  let first: Position | null = null;
+  let position = START;
+  let target = START;
+  const report = (phase: RebuildProgress['phase']) =>
+    onProgress?.({ phase, events, position, target, first });
+
+  /** Reads the log after `from` up to `upTo` in pages (the next read overlaps this page's apply). */
+  const replay = async (from: Position, upTo: Position, apply: (page: RecordedEvent[]) => Promise<void>) => {
+    let next = store.readAll(from, pageSize);
+    for (;;) {
+      const raw = await next;
+      const page = raw.filter((e) => comparePositions(e.position, upTo) <= 0);
+      const done = page.length < raw.length || raw.length < pageSize;
+      if (!done) next = store.readAll(raw[raw.length - 1]!.position, pageSize);
+      if (page.length) {
+        first ??= page[0]!.position;
+        await apply(page);
+        if (comparePositions(page[page.length - 1]!.position, position) > 0) {
+          events += page.filter((e) => comparePositions(e.position, position) > 0).length;
+          position = page[page.length - 1]!.position;
+        }
+      }
+      if (done) return;
+    }
+  };
+  const minOf = (ps: Iterable<Position>) => [...ps].reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
+
+  /** What the shadow holds: each read model's events up to this position. */
+  const built = new Map<string, Position>(models.map((m) => [m.name, START]));
+  /** Brings every shadow table from where it is to `to`, one transaction per read model and page. */
+  const catchUp = async (to: Map<string, Position>) => {
+    target = max([...to.values()]);
+    await replay(minOf(built.values()), target, async (page) => {
+      await Promise.all(
+        models.map(async (m) => {
+          const inShadow = (how: 'batched' | 'oneByOne') =>
+            db.transaction(async (tx) => {
+              await onShadow(tx);
+              await tx.query('SET LOCAL synchronous_commit TO OFF'); // the log is the durable copy
+              await applyEvents(tx, m, page, built.get(m.name)!, to.get(m.name)!, how);
+            });
+          if (!page.some((e) => m.handles.includes(e.type))) return;
+          // A failed batch is run again statement by statement, which names the event that fails.
+          if (mode === 'oneByOne') await inShadow('oneByOne');
+          else await inShadow('batched').catch(() => inShadow('oneByOne'));
+        }),
+      );
+      report(phaseNow);
+    });
+    for (const m of models)
+      if (comparePositions(to.get(m.name)!, built.get(m.name)!) > 0) built.set(m.name, to.get(m.name)!);
+  };
+  let phaseNow: RebuildProgress['phase'] = 'replay';
+
+  await db.query(`CREATE SCHEMA ${ident(shadow)}`);
+  try {
+    await db.transaction(async (tx) => {
+      for (const t of tables) await createShadowTable(tx, live, shadow, t);
+    });
+    report('replay');
+    for (let round = 1; ; round++) {
+      // Outside any lock: the whole log the first time, then whatever was appended meanwhile.
+      await catchUp(await wanted(db));
+      if (round === 1 && !verify) await setLogged(db, shadow, tables);
+      phaseNow = 'catch-up';
+      const outcome = await db.transaction(async (tx) => {
+        // From here until commit the runner cannot apply anything to these read models (it takes the
+        // same row locks), so the live tables stand still.
+        const served = await checkpoints(tx, true);
+        let end: Map<string, Position>;
+        report('catch-up');
+        if (readUnderLock) {
+          end = verify ? served : allAt(await store.headPosition());
+          target = max([...end.values()]);
+          await onShadow(tx);
+          await replay(minOf(built.values()), target, async (page) => {
+            for (const m of models)
+              await applyEvents(tx, m, page, built.get(m.name)!, end.get(m.name)!, mode);
+          });
+          await tx.query(`SELECT set_config('search_path', $1, true)`, [ident(live)]);
+        } else {
+          // The log cannot be read here; if the live read models moved past the shadow, catch up again.
+          end = built;
+          const moved = models.some((m) =>
+            verify
+              ? comparePositions(served.get(m.name)!, built.get(m.name)!) !== 0
+              : comparePositions(served.get(m.name)!, built.get(m.name)!) > 0,
+          );
+          if (moved) return RETRY;
+        }
+
+        const differences: TableDifference[] = [];
+        if (verify) {
+          report('compare');
+          for (const t of tables) {
+            const d = await compareTable(tx, live, shadow, t);
+            if (d) differences.push(d);
+          }
+        } else {
+          report('swap');
+          await swapTables(tx, live, shadow, retired, tables);
+          for (const m of models) {
+            const at = end.get(m.name)!;
+            await tx.query(
+              `INSERT INTO projection_checkpoints (name, commit_position, prepare_position)
+               VALUES ($1, $2::numeric, $3::numeric)
+               ON CONFLICT (name) DO UPDATE SET commit_position = EXCLUDED.commit_position,
+                 prepare_position = EXCLUDED.prepare_position, updated_at = now()`,
+              [m.name, at.commit.toString(), at.prepare.toString()],
+            );
+          }
+          await tx.query(`DROP SCHEMA ${ident(retired)} CASCADE`);
+        }
+        report('done');
+        return {
+          readModels: models.map((m) => m.name),
+          events,
+          positions: Object.fromEntries(models.map((m) => [m.name, fmt(end.get(m.name)!)])),
+          differences,
+          ms: performance.now() - started,
+        };
+      });
+      if (outcome !== RETRY) return outcome;
+      if (round >= 50) throw new RebuildError('the live read models kept moving; try again when quieter');
+    }
+  } finally {
+    await db.query(`DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE`);
+  }
+}

@@ -1,0 +1,233 @@
+import { allProjections } from '../../projections';
+import {
+  RebuildError,
+  readModelsOf,
+  rebuildReadModels,
+  type RebuildProgress,
+} from '../../src/rebuild/rebuild';
+import { progressPrinter } from '../../src/rebuild/progress';
+import { READ_MODEL_TABLES } from '../../src/rebuild/tables';
+import { eventually, marketplace } from '../support/marketplace';
+import { startSmtpServer } from '../support/smtp';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+const now = new Date('2026-12-01T08:00:00Z');
+const SLOTS = ['2026-12-02T10:00:00', '2026-12-02T12:00:00', '2026-12-03T10:00:00'];
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+
+const projections = () => {
+  const { store, db, mailer, log, clock } = t.system.deps;
+  return allProjections({ store, db, mailer, log, clock });
+};
+const rebuild = (
+  opts: {
+    verify?: boolean;
+    names?: string[];
+    pageSize?: number;
+    onProgress?: (p: RebuildProgress) => void;
+  } = {},
+) =>
+  rebuildReadModels({
+    db: t.system.deps.db,
+    store: t.system.deps.store,
+    projections: projections(),
+    ...opts,
+  });
+const settled = async () =>
+  expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 10_000)).toBe(true);
+
+/** What the API answers about the workload, to compare before and after a rebuild. */
+let answers: () => Promise<unknown[]>;
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  t = await startTestSystem({ clock: () => now, env: { SMTP_URL: smtp.url } });
+  m = marketplace(t);
+  // A varied workload: profiles, a schedule, a service, addresses, bookings, an approval, a cancellation.
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { sessionCancellationHours: 1 });
+  const clients = [await m.client(), await m.client()];
+  const sessions: { id: string; paymentId: string }[] = [];
+  for (const [i, c] of clients.entries()) {
+    await t.request('POST', '/api/v1/nav/addreses', {
+      token: c.token,
+      body: { lat: 52.5 + i, lng: 13.4, name: `Home ${i}`, address: 'Alexanderplatz 1', isDefault: true },
+    });
+    const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: c.token,
+      body: { slots: [SLOTS[i]] },
+    });
+    expect(res.status).toBe(200);
+    sessions.push(res.body[0]);
+  }
+  expect(
+    (await t.request('POST', `/api/v1/session/${sessions[0]!.id}/approve`, { token: coach.token })).status,
+  ).toBe(200);
+  expect(
+    (
+      await t.request('POST', `/api/v1/session/${sessions[1]!.id}/cancel`, {
+        token: clients[1]!.token,
+        body: { reason: 'ill' },
+      })
+    ).status,
+  ).toBe(200);
+  await settled();
+  answers = async () =>
+    Promise.all([
+      t.request('GET', `/api/v1/coach/${coach.id}/profile`),
+      t.request('GET', `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-03`),
+      ...sessions.map((s) => t.request('GET', `/api/v1/session/${s.id}`, { token: coach.token })),
+      ...sessions.map((s) => t.request('GET', `/api/v1/payment/${s.paymentId}`, { token: m.admin() })),
+      ...clients.map((c) => t.request('GET', '/api/v1/nav/addreses', { token: c.token })),
+      ...clients.map((c) => t.request('GET', '/api/v1/notification', { token: c.token })),
+    ]).then((rs) => rs.map((r) => [r.status, r.body]));
+  // Every mail of the workload has gone out before the rebuilds start.
+  await eventually(
+    async () => smtp.received.length,
+    (n) => n >= 4,
+  );
+}, 60_000);
+afterAll(async () => {
+  await t.close();
+  await smtp.close();
+});
+
+describe('npm run rebuild (rebuildReadModels)', () => {
+  it('lists every read model the service runs, and refuses process managers and unknown names', () => {
+    const models = readModelsOf(projections());
+    expect(models.map((p) => p.name).sort()).toEqual(Object.keys(READ_MODEL_TABLES).sort());
+    expect(() => readModelsOf(projections(), ['email-process'])).toThrow(/process manager/);
+    expect(() => readModelsOf(projections(), ['nope'])).toThrow(RebuildError);
+  });
+
+  it('--verify finds the live read models equal to the log, and names the rows that differ', async () => {
+    const clean = await rebuild({ verify: true });
+    expect(clean.differences).toEqual([]);
+    expect(clean.events).toBeGreaterThan(20);
+
+    const { db } = t.system.deps;
+    await db.query(`UPDATE sessions SET state = 'bogus' WHERE state = 'approved'`);
+    await db.query(`DELETE FROM addresses WHERE name = 'Home 1'`);
+    const dirty = await rebuild({ verify: true });
+    expect(dirty.differences.map((d) => d.table).sort()).toEqual(['addresses', 'sessions']);
+    const sessions = dirty.differences.find((d) => d.table === 'sessions')!;
+    expect(sessions.onlyLive).toEqual([expect.objectContaining({ state: 'bogus' })]);
+    expect(sessions.onlyRebuilt).toEqual([expect.objectContaining({ state: 'approved' })]);
+    const addresses = dirty.differences.find((d) => d.table === 'addresses')!;
+    expect([addresses.onlyLive, addresses.onlyRebuilt]).toEqual([
+      [],
+      [expect.objectContaining({ name: 'Home 1' })],
+    ]);
+    // A verify changes nothing.
+    expect((await db.query(`SELECT 1 FROM sessions WHERE state = 'bogus'`)).rowCount).toBe(1);
+  });
+
+  it('rebuilds the named read models and swaps them in: tables, indexes and checkpoints', async () => {
+    const { db, store } = t.system.deps;
+    const result = await rebuild({ names: ['sessions', 'addresses'] });
+    expect(result.readModels).toEqual(['sessions', 'addresses']);
+    expect((await db.query(`SELECT 1 FROM sessions WHERE state = 'bogus'`)).rowCount).toBe(0);
+    expect((await rebuild({ verify: true })).differences).toEqual([]);
+    // The migrations' index names survive the swap; no shadow or retired schema is left behind.
+    const indexes = await db.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE tablename = 'sessions' AND schemaname = current_schema() ORDER BY 1`,
+    );
+    expect(indexes.rows.map((r) => r.indexname)).toEqual(
+      expect.arrayContaining([
+        'sessions_pkey',
+        'sessions_group',
+        'sessions_payment',
+        'sessions_client',
+        'sessions_coach',
+      ]),
+    );
+    const schemas = await db.query(`SELECT 1 FROM pg_namespace WHERE nspname ~ '^(rebuild|retired)_'`);
+    expect(schemas.rowCount).toBe(0);
+    const head = await store.headPosition();
+    const cp = await db.query<{ c: string }>(
+      `SELECT commit_position::text AS c FROM projection_checkpoints WHERE name = 'sessions'`,
+    );
+    expect(BigInt(cp.rows[0]!.c)).toBe(head.commit);
+  });
+
+  it('a full rebuild while requests are served changes no answer, loses no event and sends no e-mail', async () => {
+    await settled();
+    const before = await answers();
+    const mails = smtp.received.length;
+    // Commands keep arriving during the rebuild (small pages make it last); each must land in the result.
+    const writer = marketplace(t);
+    const extra = await writer.client();
+    let writing = true;
+    const written: string[] = [];
+    const writes = (async () => {
+      for (let i = 0; writing || i < 3; i++) {
+        const res = await t.request('POST', '/api/v1/nav/addreses', {
+          token: extra.token,
+          body: { lat: 1, lng: 2, name: `During ${i}`, address: 'Somewhere 1' },
+        });
+        expect(res.status).toBe(200);
+        written.push(`During ${i}`);
+      }
+    })();
+    const seen: RebuildProgress[] = [];
+    const result = await rebuild({ pageSize: 5, onProgress: (p) => seen.push(p) });
+    writing = false;
+    await writes;
+    expect(result.readModels).toHaveLength(Object.keys(READ_MODEL_TABLES).length);
+    expect(seen.map((p) => p.phase)).toEqual(expect.arrayContaining(['replay', 'catch-up', 'swap', 'done']));
+    await settled();
+    const listed = await t.request('GET', '/api/v1/nav/addreses', { token: extra.token });
+    expect(listed.body.map((a: { name: string }) => a.name).sort()).toEqual([...written].sort());
+    expect(await answers()).toEqual(before);
+    expect((await rebuild({ verify: true })).differences).toEqual([]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(smtp.received.length).toBe(mails);
+  });
+});
+
+describe('rebuild progress', () => {
+  const at = (
+    events: number,
+    commit: number,
+    phase: RebuildProgress['phase'] = 'replay',
+  ): RebuildProgress => ({
+    phase,
+    events,
+    position: { commit: BigInt(commit), prepare: BigInt(commit) },
+    target: { commit: 1000n, prepare: 1000n },
+    first: { commit: 1n, prepare: 1n },
+  });
+  it('draws a bar with done/total, events/s and ETA on a terminal', () => {
+    let clock = 0;
+    const written: string[] = [];
+    const print = progressPrinter(
+      { isTTY: true, write: (s: string) => written.push(s) > 0 },
+      { now: () => clock },
+    );
+    clock = 1000;
+    print(at(500, 500));
+    expect(written.at(-1)).toMatch(
+      /\r.*replay +\[#{15}-{15}\] 50% {2}500\/1,000 events {2}500 ev\/s {2}ETA 1s/,
+    );
+  });
+  it('writes plain lines, not too often, when not a terminal', () => {
+    let clock = 0;
+    const written: string[] = [];
+    const print = progressPrinter(
+      { isTTY: false, write: (s: string) => written.push(s) > 0 },
+      { now: () => clock, everyMs: 2000 },
+    );
+    clock = 1000;
+    print(at(100, 100));
+    clock = 1500;
+    print(at(200, 200)); // too soon: skipped
+    clock = 4000;
+    print(at(1000, 1000, 'done'));
+    expect(written).toEqual([
+      'rebuild replay: 100/1,000 events  100 ev/s  ETA 9s\n',
+      'rebuild done: 1,000/1,000 events  250 ev/s  ETA 0s\n',
+    ]);
+  });
+});
