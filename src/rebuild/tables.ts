@@ -18,4 +18,6 @@ export const READ_MODEL_TABLES: Readonly<Record<string, readonly string[]>> = {
   sessions: ['sessions'],
   videos: ['videos'],
   notifications: ['notifications'],
+  profile_media: ['profile_media'],
+  'email-deliveries': ['email_deliveries'],
 };
