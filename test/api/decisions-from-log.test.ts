@@ -33,16 +33,22 @@ const failed = async (t: TestSystem, projection: string) =>
       ),
   );
 
-describe('booking decides on the service stream, not the services read model', () => {
-  let t: TestSystem;
-  let m: ReturnType<typeof marketplace>;
+/** Each scenario gets a system of its own: it breaks a read model for good. */
+function ownSystem() {
+  const sys = {} as { t: TestSystem; m: ReturnType<typeof marketplace> };
   beforeAll(async () => {
-    t = await startTestSystem({ clock: () => NOW });
-    m = marketplace(t);
+    sys.t = await startTestSystem({ clock: () => NOW });
+    sys.m = marketplace(sys.t);
   });
-  afterAll(() => t.close());
+  afterAll(() => sys.t.close());
+  return sys;
+}
+
+describe('booking decides on the service stream, not the services read model', () => {
+  const sys = ownSystem();
 
   it('refuses a service rejected while the services projection is failed, and books at the current price', async () => {
+    const { t, m } = sys;
     const coach = await m.coach();
     const rejected = await m.offering(coach);
     const repriced = await m.offering(coach);
@@ -87,15 +93,10 @@ describe('booking decides on the service stream, not the services read model', (
 });
 
 describe("endpoint 17 finds the user's newest open payment on the write side", () => {
-  let t: TestSystem;
-  let m: ReturnType<typeof marketplace>;
-  beforeAll(async () => {
-    t = await startTestSystem({ clock: () => NOW });
-    m = marketplace(t);
-  });
-  afterAll(() => t.close());
+  const sys = ownSystem();
 
   it('updates the newest payment even when only the older one is in the payments read model', async () => {
+    const { t, m } = sys;
     const coach = await m.coach();
     const [first, second] = [await m.offering(coach), await m.offering(coach)];
     const client = await m.client();
@@ -129,6 +130,7 @@ describe("endpoint 17 finds the user's newest open payment on the write side", (
   });
 
   it('lists a hold no request listed (a crash, or a booking from before lists existed), and 17 then finds it', async () => {
+    const { t, m } = sys;
     const coachId = randomUUID();
     const clientId = randomUUID();
     const terms = bookingTerms({ paymentExpiresAt: '2026-12-02T08:00:00.000Z' });
@@ -172,15 +174,10 @@ describe("endpoint 17 finds the user's newest open payment on the write side", (
 });
 
 describe('session lifecycle loads the booking stream, not the sessions read model', () => {
-  let t: TestSystem;
-  let m: ReturnType<typeof marketplace>;
-  beforeAll(async () => {
-    t = await startTestSystem({ clock: () => NOW });
-    m = marketplace(t);
-  });
-  afterAll(() => t.close());
+  const sys = ownSystem();
 
   it('approves and cancels a session the sessions read model has never seen; strangers get 404', async () => {
+    const { t, m } = sys;
     const coach = await m.coach();
     const serviceId = await m.offering(coach, { numberOfSessions: 2 });
     const client = await m.client();
