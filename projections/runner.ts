@@ -428,6 +428,16 @@ export function createProjectionRunner(
       if (err instanceof Deactivated) return;
       if (err instanceof LeaseLostError) {
         log.warn('process manager lost its lease; it stops acting here', { projection: c.p.name });
+        if (c.generation === generation) {
+          c.active = false;
+          c.state = 'standby';
+          notify();
+          // The keeper reports the loss and any new start; should it still hold the lease a moment later
+          // (the database refused a fence the keeper did not see), start again from the checkpoint.
+          setTimeout(() => {
+            if (!stopping && !c.active && c.p.lease && leases?.holds(c.p.lease)) activate(c);
+          }, 1000).unref();
+        }
         return;
       }
       c.state = 'failed';

@@ -83,7 +83,9 @@ function watchers() {
  * another instance can take the lease over. The epoch counts owners, for the record.
  */
 export function createPgLeases(db: Database, opts: LeaseOptions): Leases {
-  const { instanceId, names, ttlMs = 5000, renewEveryMs = 1000, log } = opts;
+  const { instanceId, names, ttlMs = 5000, log } = opts;
+  // Several renewals per lifetime, so one slow answer does not lose the lease.
+  const renewEveryMs = opts.renewEveryMs ?? Math.min(1000, Math.floor(ttlMs / 3));
   /** Local monotonic deadline of each lease held. */
   const validUntil = new Map<string, number>();
   const held = new Set<string>();
@@ -126,15 +128,19 @@ export function createPgLeases(db: Database, opts: LeaseOptions): Leases {
       return;
     }
     if (stopped) return;
+    // An answer that took longer than the lease itself proves nothing about now: not trusted. Workers that
+    // stopped meanwhile hear of a loss, and of a new start once a renewal comes back in time.
+    const late = performance.now() >= sentAt + ttlMs;
     for (const name of names) {
-      if (mine.has(name)) {
+      if (mine.has(name) && !late) {
+        if (held.has(name) && !holds(name)) lose(name, 'renewed after its local deadline');
         validUntil.set(name, sentAt + ttlMs);
         if (!held.has(name)) {
           held.add(name);
           log.info('lease taken', { lease: name, instance: instanceId });
           w.emit(name, true);
         }
-      } else lose(name, 'another instance holds it');
+      } else lose(name, late ? 'renewal answered too late' : 'another instance holds it');
     }
   };
 

@@ -127,6 +127,33 @@ describePg('leases in PostgreSQL (skipped without DATABASE_URL: PGlite is one pr
     }
   });
 
+  it('a renewal that comes back after the local deadline is reported as a loss and a new start', async () => {
+    const names = [`late-${randomUUID()}`];
+    const [name] = names as [string];
+    let delayMs = 0;
+    const slow: Database = {
+      ...database.db,
+      kind: database.db.kind,
+      async query(sql, params) {
+        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+        return database.db.query(sql, params);
+      },
+    };
+    const a = keeper(slow, 'instance-a', names);
+    const seen: boolean[] = [];
+    a.watch(name, (held) => seen.push(held));
+    await a.start();
+    try {
+      delayMs = 1200; // longer than the lease: a stalled database or process
+      expect(await eventually(() => !a.holds(name))).toBe(true);
+      delayMs = 0;
+      expect(await eventually(() => a.holds(name))).toBe(true);
+      expect(seen).toEqual([true, false, true]);
+    } finally {
+      await a.stop();
+    }
+  });
+
   it('runs a process manager on one instance only, and the other resumes from its checkpoint after a takeover', async () => {
     const store = await createSqlEventStore(database.db);
     await database.db.query('CREATE TABLE reacted (event_id uuid, instance text)');
