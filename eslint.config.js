@@ -3,7 +3,7 @@ const eslint = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
 module.exports = tseslint.config(
-  { ignores: ['dist/**', 'data/**', 'node_modules/**', 'coverage/**', '*.js'] },
+  { ignores: ['dist/**', 'data/**', 'node_modules/**', 'coverage/**', '*.js', 'public/**'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -24,25 +24,32 @@ const coordinate = (name: string, bound: number) =>
     name,
     `Input should be a ${name} from -${bound} to ${bound}`,
   );
-const LatFromString = new t.Type<number, string, unknown>(
-  'latitude',
-  (u): u is number => typeof u === 'number',
-  (u, c) => {
-    const r = coordinate('latitude', 90).validate(u, c);
-    return r._tag === 'Left' ? r : t.success(Number(r.right));
-  },
-  String,
+const LatFromString = describeSchema(
+  new t.Type<number, string, unknown>(
+    'latitude',
+    (u): u is number => typeof u === 'number',
+    (u, c) => {
+      const r = coordinate('latitude', 90).validate(u, c);
+      return r._tag === 'Left' ? r : t.success(Number(r.right));
+    },
+    String,
+  ),
+  { type: 'number', minimum: -90, maximum: 90 },
 );
-const LngFromString = new t.Type<number, string, unknown>(
-  'longitude',
-  (u): u is number => typeof u === 'number',
-  (u, c) => {
-    const r = coordinate('longitude', 180).validate(u, c);
-    return r._tag === 'Left' ? r : t.success(Number(r.right));
-  },
-  String,
+const LngFromString = describeSchema(
+  new t.Type<number, string, unknown>(
+    'longitude',
+    (u): u is number => typeof u === 'number',
+    (u, c) => {
+      const r = coordinate('longitude', 180).validate(u, c);
+      return r._tag === 'Left' ? r : t.success(Number(r.right));
+    },
+    String,
+  ),
+  { type: 'number', minimum: -180, maximum: 180 },
 );
 import { optionalPrincipal } from './caller';
+import { describeSchema } from '../src/http/openapi/jsonSchema';
 import { isCoach } from '../src/readModels/users';
 import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
@@ -52,7 +59,7 @@ import { coachServices } from './services';
 export const MAX_RANGE_DAYS = 62;
 const DEFAULT_RANGE_DAYS = 14;
 
-const RangeQuery = t.partial({
+export const RangeQuery = t.partial({
   from_date: IsoDate,
   to_date: IsoDate,
   address_id: Uuid,

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import * as t from 'io-ts';
 import type { AppDeps } from '../src/deps';
+import { adminPageForBrowsers } from '../src/http/adminPage';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, boundedString, decode, paging } from '../src/http/validation';
@@ -42,8 +43,8 @@ const adminOut = (r: Row) => ({
   deliveredAt: iso(r.deliveredAt),
 });
 
-const UnreadFilter = t.partial({ unread: t.keyof({ true: null, false: null }) });
-const AdminFilter = t.partial({ user: Uuid, type: boundedString(100, 1) });
+export const UnreadFilter = t.partial({ unread: t.keyof({ true: null, false: null }) });
+export const AdminFilter = t.partial({ user: Uuid, type: boundedString(100, 1) });
 
 export function notificationQueries(deps: AppDeps): Router {
   const router = new Router();
@@ -89,7 +90,8 @@ export function notificationQueries(deps: AppDeps): Router {
   });
 
   // 31. Counts (admin): all, unread, delivered, and the same per type.
-  router.get('/admin/notifications', admin, async (ctx) => {
+  // A browser asking for text/html gets the operators' page instead (src/http/adminPage.ts).
+  router.get('/admin/notifications', adminPageForBrowsers(), admin, async (ctx) => {
     const rows = await deps.db.query<{ type: string; total: string; unread: string; delivered: string }>(
       `SELECT type, count(*)::text AS total, count(*) FILTER (WHERE unread)::text AS unread,
          count(*) FILTER (WHERE delivered_at IS NOT NULL)::text AS delivered

@@ -9,7 +9,7 @@ import { requireRole } from '../src/http/auth';
 import { IsoInstant, decode } from '../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../src/resources/payment';
 
-const AuditQuery = t.partial({ at: IsoInstant });
+export const AuditQuery = t.partial({ at: IsoInstant });
 
 /** When the event happened in the domain (the clock of the command that decided it). */
 const domainTime = (e: RecordedEvent): number => {

@@ -22,6 +22,7 @@ import { notificationCommands } from '../commands/notifications/routes';
 import { notificationQueries } from '../queries/notifications';
 import { emailCommands } from '../commands/email/routes';
 import { webhookQueries } from '../queries/webhooks';
+import { adminQueries } from '../queries/admin';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
@@ -49,4 +50,5 @@ export const routers = (deps: AppDeps): Router[] => [
   notificationQueries(deps),
   emailCommands(deps),
   webhookQueries(deps),
+  adminQueries(deps),
 ];

@@ -13,13 +13,13 @@ import { loadProfile } from '../users/profile';
 import { emailRequest } from './decider';
 import { emailStream, type EmailFacts, type EmailRequested, type EmailTemplate } from './events';
 
-const VerificationBody = strict(
+export const VerificationBody = strict(
   {},
   { code: boundedString(100, 1), link: boundedString(2000, 1) },
   'Verification',
 );
 /** Session e-mails take an optional reason (shown in cancel, decline and dispute e-mails). */
-const SessionEmailBody = strict({}, { reason: boundedString(1000) }, 'SessionEmail');
+export const SessionEmailBody = strict({}, { reason: boundedString(1000) }, 'SessionEmail');
 const UserPath = t.type({ user_id: Uuid });
 const GroupPath = t.type({ user_id: Uuid, group_id: Uuid });
 const SessionPath = t.type({ user_id: Uuid, session_id: Uuid });

@@ -14,7 +14,7 @@ import { deleteBlobs, withStoredBlobs } from '../videos/routes';
 import { userProfile, type UserCommand } from './decider';
 import { profileStream, type GalleryKind } from './events';
 
-const MediaFields = strict(
+export const MediaFields = strict(
   {},
   {
     kind: t.keyof({ media: null, image: null, certificate: null }),

@@ -12,7 +12,7 @@ import { toFileBase } from '../../src/resources/fileBase';
 import { videoLibrary, type VideoCommand, type VideoLibrary } from './decider';
 import { videoStream, type VideoEvent } from './events';
 
-const VideoFields = strict(
+export const VideoFields = strict(
   {},
   { title: boundedString(200), description: boundedString(5000) },
   'VideoFields',

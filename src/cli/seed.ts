@@ -57,7 +57,7 @@ const weekly = {
   saturday: hours('10:00', '14:00'),
 };
 
-interface DemoAddress {
+export interface DemoAddress {
   name: string;
   address: string;
   lat: number;
@@ -65,7 +65,7 @@ interface DemoAddress {
   city: string;
   country: string;
 }
-interface DemoCoach {
+export interface DemoCoach {
   id: string;
   profile: Record<string, unknown> & { firstName: string; lastName: string; timezone: string };
   address: DemoAddress;
@@ -90,7 +90,7 @@ export const DEMO_IDS = {
 
 const allDay = hours('00:00', '24:00');
 
-const COACHES: DemoCoach[] = [
+export const COACHES: DemoCoach[] = [
   {
     id: DEMO_IDS.coaches[0],
     profile: {
@@ -257,7 +257,7 @@ const COACHES: DemoCoach[] = [
   },
 ];
 
-const CLIENTS: { id: string; profile: Record<string, unknown>; address: DemoAddress }[] = [
+export const CLIENTS: { id: string; profile: Record<string, unknown>; address: DemoAddress }[] = [
   {
     id: DEMO_IDS.clients[0],
     profile: {

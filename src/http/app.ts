@@ -9,8 +9,15 @@ import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
 import { routers } from '../routes';
 import { metricsRoutes, recognizeMetricsToken } from './metricsRoute';
+import { openApiRoutes } from './openapi/serve';
+import { adminAssetRoutes } from './adminPage';
+import { version } from '../../package.json';
 
 const JSON_LIMIT = '256kb';
+
+const MOUNTED = new WeakMap<Koa, Router[]>();
+/** Every router an app serves (what /openapi.json describes; tests enumerate routes with it). */
+export const mountedRouters = (app: Koa): Router[] => MOUNTED.get(app) ?? [];
 
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: false });
@@ -70,8 +77,12 @@ export function createApp(deps: AppDeps): Koa {
     };
   });
 
+  const mounted: Router[] = [health, metricsRoutes(deps), adminAssetRoutes(), ...apiRouters];
+  const docs = openApiRoutes(() => [...mounted, docs], version);
+  mounted.push(docs);
+  MOUNTED.set(app, mounted);
   const root = new Router();
-  for (const r of [health, metricsRoutes(deps), ...apiRouters]) root.use(r.routes());
+  for (const r of mounted) root.use(r.routes());
   app.use(root.routes());
   // Thrown, so 405/501 reach errorHandler and get the ErrorResponse shape.
   app.use(root.allowedMethods({ throw: true }));

@@ -1,6 +1,7 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { ValidationError, type ValidationIssue } from './errors';
+import { describeSchema } from './openapi/jsonSchema';
 import { depthOf, inputIssues } from './hygiene';
 
 export type Location = 'body' | 'path' | 'query' | 'header';
@@ -52,7 +53,7 @@ export function strict<P extends t.Props, O extends t.Props>(props: P, optional:
   const partial = t.partial(optional);
   type A = t.TypeOf<typeof required> & t.TypeOf<typeof partial>;
   const known = new Set([...Object.keys(props), ...Object.keys(optional)]);
-  return new t.Type<A, unknown, unknown>(
+  const codec = new t.Type<A, unknown, unknown>(
     name,
     (u): u is A => required.is(u) && partial.is(u),
     (u, c) => {
@@ -72,6 +73,8 @@ export function strict<P extends t.Props, O extends t.Props>(props: P, optional:
     },
     (a) => a,
   );
+  // Read by the OpenAPI walker (src/http/openapi/jsonSchema.ts): an object without additional properties.
+  return Object.assign(codec, { strictProps: { required: props, optional } });
 }
 
 /** A refinement with a readable failure message. */
@@ -81,7 +84,7 @@ export function refine<A, O>(
   name: string,
   msg: string,
 ) {
-  return new t.Type<A, O, unknown>(
+  const refined = new t.Type<A, O, unknown>(
     name,
     (u): u is A => codec.is(u) && pred(u),
     (u, c) => {
@@ -91,30 +94,44 @@ export function refine<A, O>(
     },
     codec.encode,
   );
+  // The OpenAPI walker documents a refinement as its base codec, described by its failure message.
+  return Object.assign(refined, { refinementOf: codec, refinementMessage: msg });
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const Uuid = refine(t.string, (s) => UUID_RE.test(s), 'uuid', 'Input should be a valid UUID');
+export const Uuid = describeSchema(
+  refine(t.string, (s) => UUID_RE.test(s), 'uuid', 'Input should be a valid UUID'),
+  { type: 'string', format: 'uuid' },
+);
 export const boundedString = (max: number, min = 0) =>
-  refine(
-    t.string,
-    (s) => s.length >= min && s.length <= max,
-    'string',
-    `String should have ${min} to ${max} characters`,
+  describeSchema(
+    refine(
+      t.string,
+      (s) => s.length >= min && s.length <= max,
+      'string',
+      `String should have ${min} to ${max} characters`,
+    ),
+    { type: 'string', ...(min > 0 ? { minLength: min } : {}), maxLength: max },
   );
 export const finiteNumberIn = (min: number, max: number, name: string) =>
-  refine(
-    t.number,
-    (n) => Number.isFinite(n) && n >= min && n <= max,
-    name,
-    `Input should be between ${min} and ${max}`,
+  describeSchema(
+    refine(
+      t.number,
+      (n) => Number.isFinite(n) && n >= min && n <= max,
+      name,
+      `Input should be between ${min} and ${max}`,
+    ),
+    { type: 'number', minimum: min, maximum: max },
   );
 export const intIn = (min: number, max: number, name = 'integer') =>
-  refine(
-    t.number,
-    (n) => Number.isInteger(n) && n >= min && n <= max,
-    name,
-    `Input should be an integer from ${min} to ${max}`,
+  describeSchema(
+    refine(
+      t.number,
+      (n) => Number.isInteger(n) && n >= min && n <= max,
+      name,
+      `Input should be an integer from ${min} to ${max}`,
+    ),
+    { type: 'integer', minimum: min, maximum: max },
   );
 
 /**
@@ -133,11 +150,14 @@ export const isCalendarDate = (s: string): boolean => {
 /** Calendar dates (and the date part of every date-time) must fall within these years. */
 export const MIN_YEAR = 1900;
 export const MAX_YEAR = 2200;
-export const CalendarDate = refine(
-  t.string,
-  isCalendarDate,
-  'date',
-  `Input should be a date YYYY-MM-DD in the years ${MIN_YEAR} to ${MAX_YEAR}`,
+export const CalendarDate = describeSchema(
+  refine(
+    t.string,
+    isCalendarDate,
+    'date',
+    `Input should be a date YYYY-MM-DD in the years ${MIN_YEAR} to ${MAX_YEAR}`,
+  ),
+  { type: 'string', format: 'date' },
 );
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
@@ -145,25 +165,31 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\
  * An ISO 8601 instant with a zone, on a real calendar day: `at` of the audit queries. A day that does not
  * exist (2026-02-30) is refused rather than silently read as another day.
  */
-export const IsoInstant = refine(
-  t.string,
-  (s) => ISO_INSTANT.test(s) && isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)),
-  'iso_instant',
-  'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',
+export const IsoInstant = describeSchema(
+  refine(
+    t.string,
+    (s) => ISO_INSTANT.test(s) && isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)),
+    'iso_instant',
+    'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',
+  ),
+  { type: 'string', format: 'date-time' },
 );
 
 /** Query-string integers arrive as text. */
 export const IntFromString = (min: number, max: number) =>
-  new t.Type<number, string, unknown>(
-    'integer',
-    (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
-    (u, c) => {
-      const n = typeof u === 'string' && /^-?\d+$/.test(u) ? Number(u) : NaN;
-      return Number.isInteger(n) && n >= min && n <= max
-        ? t.success(n)
-        : t.failure(u, c, `Input should be an integer from ${min} to ${max}`);
-    },
-    String,
+  describeSchema(
+    new t.Type<number, string, unknown>(
+      'integer',
+      (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= min && u <= max,
+      (u, c) => {
+        const n = typeof u === 'string' && /^-?\d+$/.test(u) ? Number(u) : NaN;
+        return Number.isInteger(n) && n >= min && n <= max
+          ? t.success(n)
+          : t.failure(u, c, `Input should be an integer from ${min} to ${max}`);
+      },
+      String,
+    ),
+    { type: 'integer', minimum: min, maximum: max },
   );
 
 /** Standard list paging: `limit` (default 50, max 200) and `offset`. */
@@ -181,26 +207,35 @@ export const FREE_JSON_MAX_BYTES = 16 * 1024;
  * Any JSON value within the free-form limits. Such fields are opaque to us (a provider's checkout session,
  * card details passed through), but they are stored or hashed, so they are kept small and shallow.
  */
-export const FreeJson = new t.Type<unknown, unknown, unknown>(
-  'json',
-  (_u): _u is unknown => true,
-  (u, c) => {
-    if (depthOf(u, FREE_JSON_MAX_DEPTH) > FREE_JSON_MAX_DEPTH)
-      return t.failure(u, c, `Input should be nested at most ${FREE_JSON_MAX_DEPTH} levels deep`);
-    if (Buffer.byteLength(JSON.stringify(u) ?? '') > FREE_JSON_MAX_BYTES)
-      return t.failure(u, c, `Input should be at most ${FREE_JSON_MAX_BYTES} bytes of JSON`);
-    return t.success(u);
-  },
-  (a) => a,
+export const FreeJson = describeSchema(
+  new t.Type<unknown, unknown, unknown>(
+    'json',
+    (_u): _u is unknown => true,
+    (u, c) => {
+      if (depthOf(u, FREE_JSON_MAX_DEPTH) > FREE_JSON_MAX_DEPTH)
+        return t.failure(u, c, `Input should be nested at most ${FREE_JSON_MAX_DEPTH} levels deep`);
+      if (Buffer.byteLength(JSON.stringify(u) ?? '') > FREE_JSON_MAX_BYTES)
+        return t.failure(u, c, `Input should be at most ${FREE_JSON_MAX_BYTES} bytes of JSON`);
+      return t.success(u);
+    },
+    (a) => a,
+  ),
+  { description: `any JSON, at most ${FREE_JSON_MAX_DEPTH} levels deep and ${FREE_JSON_MAX_BYTES} bytes` },
 );
 /** A free-form JSON object within the free-form limits. */
-export const FreeJsonObject = new t.Type<Record<string, unknown>, unknown, unknown>(
-  'object',
-  (u): u is Record<string, unknown> => t.UnknownRecord.is(u),
-  (u, c) => {
-    if (!t.UnknownRecord.is(u)) return t.failure(u, c, 'Input should be an object');
-    const r = FreeJson.validate(u, c);
-    return isLeft(r) ? r : t.success(u);
+export const FreeJsonObject = describeSchema(
+  new t.Type<Record<string, unknown>, unknown, unknown>(
+    'object',
+    (u): u is Record<string, unknown> => t.UnknownRecord.is(u),
+    (u, c) => {
+      if (!t.UnknownRecord.is(u)) return t.failure(u, c, 'Input should be an object');
+      const r = FreeJson.validate(u, c);
+      return isLeft(r) ? r : t.success(u);
+    },
+    (a) => a,
+  ),
+  {
+    type: 'object',
+    description: `any JSON object, at most ${FREE_JSON_MAX_DEPTH} levels deep and ${FREE_JSON_MAX_BYTES} bytes`,
   },
-  (a) => a,
 );

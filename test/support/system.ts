@@ -7,6 +7,7 @@ import { signToken, type Role } from '../../src/http/auth';
 import { createHttpServer } from '../../src/http/server';
 import { createSystem, type System, type SystemOverrides } from '../../src/system';
 import { testDatabase, type TestDatabase } from './services';
+import { answerChecker, type AnswerCheck } from './openapiCheck';
 import { eventStoreDbPlan, startEventStoreDb, type RunningEventStoreDb } from './eventstoredb';
 
 /**
@@ -72,6 +73,7 @@ export async function startTestSystem(
   const server = createHttpServer(system.app, config.http);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let check: Promise<AnswerCheck> | null = null;
   return {
     system,
     config,
@@ -96,6 +98,11 @@ export async function startTestSystem(
       } catch {
         /* not JSON: keep the text */
       }
+      // Every JSON answer must be what /openapi.json says this route answers with this status.
+      check ??= fetch(`${baseUrl}/openapi.json`).then(async (r) =>
+        answerChecker((await r.json()) as Record<string, any>),
+      );
+      (await check)(method, path, res.status, res.headers.get('content-type'), parsed);
       return { status: res.status, body: parsed as any, headers: res.headers };
     },
     async close() {

@@ -1,0 +1,254 @@
+// The operators' page: plain DOM, no build step. The admin token stays in this tab (sessionStorage) and
+// goes to the JSON API as a bearer token; every value is written with textContent (never as HTML).
+(function () {
+  'use strict';
+  const $ = (id) => document.getElementById(id);
+  const KEY = 'coaching.adminToken';
+  let token = sessionStorage.getItem(KEY) || '';
+
+  const say = (text) => ($('message').textContent = text || '');
+
+  async function api(method, path, body) {
+    const res = await fetch(path, {
+      method,
+      headers: Object.assign(
+        { accept: 'application/json', authorization: 'Bearer ' + token },
+        body === undefined ? {} : { 'content-type': 'application/json' },
+      ),
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = await res.json().catch(() => null);
+    if (!res.ok) {
+      const why = data && (data.message || (data.detail && data.detail.map((d) => d.msg).join('; ')));
+      const err = new Error(method + ' ' + path + ': ' + res.status + (why ? ' ' + why : ''));
+      err.status = res.status;
+      throw err;
+    }
+    return data;
+  }
+
+  function cell(text, cls) {
+    const td = document.createElement('td');
+    td.textContent = text === null || text === undefined ? '' : String(text);
+    if (cls) td.className = cls;
+    return td;
+  }
+  function badge(state) {
+    const td = document.createElement('td');
+    const span = document.createElement('span');
+    span.className = 'state state-' + state;
+    span.textContent = state;
+    td.appendChild(span);
+    return td;
+  }
+  function button(label, cls, onClick) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = label;
+    b.className = cls;
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        await onClick();
+        say('');
+      } catch (e) {
+        say(e.message);
+      }
+      await load();
+    });
+    return b;
+  }
+  function fill(tbody, rows, empty) {
+    tbody.replaceChildren(...rows);
+    if (!rows.length) {
+      const tr = document.createElement('tr');
+      const td = cell(empty, 'empty');
+      td.colSpan = 8;
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+  }
+  const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
+
+  async function loadCounts() {
+    const c = await api('GET', '/admin/notifications');
+    document.querySelector('[data-testid=count-total]').textContent = c.total;
+    document.querySelector('[data-testid=count-unread]').textContent = c.unread;
+    document.querySelector('[data-testid=count-delivered]').textContent = c.delivered;
+    fill(
+      $('by-type'),
+      c.byType.map((t) => {
+        const tr = document.createElement('tr');
+        tr.dataset.type = t.type;
+        tr.append(cell(t.type), cell(t.total), cell(t.unread), cell(t.delivered));
+        return tr;
+      }),
+      'no notifications yet',
+    );
+  }
+
+  async function loadLatest() {
+    const f = new FormData($('filter'));
+    const q = new URLSearchParams({ limit: '20' });
+    for (const k of ['user', 'type']) if (String(f.get(k) || '').trim()) q.set(k, String(f.get(k)).trim());
+    const list = await api('GET', '/manage/admin/notifications?' + q);
+    fill(
+      $('notifications'),
+      list.map((n) => {
+        const tr = document.createElement('tr');
+        tr.append(
+          cell(when(n.createdAt)),
+          cell(n.userId, 'mono'),
+          cell(n.type),
+          cell(n.message),
+          cell(n.unread ? 'unread' : when(n.readAt)),
+          cell(when(n.deliveredAt)),
+        );
+        return tr;
+      }),
+      'none',
+    );
+  }
+
+  async function loadDeliveries() {
+    let list;
+    try {
+      list = await api('GET', '/api/v1/admin/emails?limit=50');
+    } catch (e) {
+      if (e.status === 404) return fill($('deliveries'), [], 'e-mail deliveries are not available');
+      throw e;
+    }
+    fill(
+      $('deliveries'),
+      list.map((d) => {
+        const tr = document.createElement('tr');
+        tr.dataset.delivery = d.id;
+        tr.dataset.state = d.status;
+        const action = document.createElement('td');
+        if (d.status === 'failed')
+          action.appendChild(
+            button('Retry', 'retry', () =>
+              api('POST', '/api/v1/admin/emails/' + encodeURIComponent(d.id) + '/retry'),
+            ),
+          );
+        tr.append(
+          cell(when(d.updatedAt)),
+          cell(d.to),
+          cell(d.template),
+          badge(d.status),
+          cell(d.attempts),
+          cell(d.error, 'error'),
+          action,
+        );
+        return tr;
+      }),
+      'no e-mails yet',
+    );
+  }
+
+  async function loadServices() {
+    const list = await api('GET', '/api/v1/admin/services?status=review');
+    fill(
+      $('services'),
+      list.map((s) => {
+        const tr = document.createElement('tr');
+        tr.dataset.service = s.id;
+        const actions = document.createElement('td');
+        actions.append(
+          button('Approve', 'approve', () => api('POST', '/api/v1/admin/services/' + s.id + '/approve')),
+          ' ',
+          button('Reject', 'reject', () => {
+            const reason = window.prompt('Reason for the coach (optional)', '') || '';
+            return api('POST', '/api/v1/admin/services/' + s.id + '/reject', reason ? { reason } : {});
+          }),
+        );
+        tr.append(
+          cell(when(s.createdAt)),
+          cell(s.name),
+          cell(s.coachId, 'mono'),
+          cell(s.price + ' ' + s.priceCurrency),
+          actions,
+        );
+        return tr;
+      }),
+      'nothing waits for review',
+    );
+  }
+
+  async function loadProjections() {
+    const list = await api('GET', '/api/v1/admin/projections');
+    fill(
+      $('projection-rows'),
+      list.map((p) => {
+        const tr = document.createElement('tr');
+        tr.dataset.projection = p.name;
+        tr.append(
+          cell(p.name),
+          badge(p.state),
+          cell(p.position, 'mono'),
+          cell(p.lagEvents),
+          cell(p.lagSeconds.toFixed(1)),
+        );
+        if (p.error) tr.title = p.error;
+        return tr;
+      }),
+      'no projections',
+    );
+  }
+
+  async function load() {
+    const results = await Promise.allSettled([
+      loadCounts(),
+      loadLatest(),
+      loadDeliveries(),
+      loadServices(),
+      loadProjections(),
+    ]);
+    const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+    if (failed.some((e) => e.status === 401 || e.status === 403)) {
+      signOut();
+      say('This token is not accepted: it must be a valid token with the admin role.');
+      return;
+    }
+    if (failed.length) say(failed.map((e) => e.message).join(' · '));
+    document.body.dataset.loaded = String(Date.now());
+  }
+
+  function signedIn() {
+    $('signin').hidden = true;
+    $('who').hidden = false;
+    $('panels').hidden = false;
+    try {
+      const claims = JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+      $('who-text').textContent = 'signed in as ' + claims.sub;
+    } catch (e) {
+      $('who-text').textContent = 'signed in';
+    }
+    return load();
+  }
+  function signOut() {
+    token = '';
+    sessionStorage.removeItem(KEY);
+    $('signin').hidden = false;
+    $('who').hidden = true;
+    $('panels').hidden = true;
+  }
+
+  $('signin').addEventListener('submit', (e) => {
+    e.preventDefault();
+    token = $('token')
+      .value.trim()
+      .replace(/^Bearer\s+/i, '');
+    sessionStorage.setItem(KEY, token);
+    $('token').value = '';
+    say('');
+    signedIn();
+  });
+  $('signout').addEventListener('click', signOut);
+  $('refresh').addEventListener('click', load);
+  $('filter').addEventListener('submit', (e) => {
+    e.preventDefault();
+    loadLatest().catch((err) => say(err.message));
+  });
+  if (token) signedIn();
+})();

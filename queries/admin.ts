@@ -1,0 +1,55 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import type { ServiceFields, ServiceStatus } from '../commands/services/events';
+import type { AppDeps } from '../src/deps';
+import { requireRole } from '../src/http/auth';
+import { decode, paging } from '../src/http/validation';
+import { measureLag } from '../src/metrics';
+import { toServiceOut } from '../src/resources/service';
+
+/** `status` filter of the admin service list (default: the ones waiting for review). */
+export const AdminServicesQuery = t.partial({
+  status: t.keyof({ review: null, approved: null, rejected: null }),
+});
+
+/** Reads for the operators' page (GET /admin/notifications in a browser): services and projections. */
+export function adminQueries(deps: AppDeps): Router {
+  const router = new Router();
+  const admin = requireRole('admin');
+
+  // Services by status, oldest first: the review queue is worked from its head.
+  router.get('/api/v1/admin/services', admin, async (ctx) => {
+    const { limit, offset } = paging(ctx.query);
+    const { status = 'review' } = decode(AdminServicesQuery, { status: ctx.query.status }, 'query');
+    const rows = await deps.db.query<{
+      id: string;
+      coach_id: string;
+      status: ServiceStatus;
+      fields: ServiceFields;
+      created_at: Date | string;
+    }>(
+      `SELECT id, coach_id, status, fields, created_at FROM services WHERE status = $1
+       ORDER BY created_at, id LIMIT $2 OFFSET $3`,
+      [status, limit, offset],
+    );
+    ctx.body = rows.rows.map((r) => ({
+      ...toServiceOut({ ...r.fields, id: r.id, status: r.status }),
+      coachId: r.coach_id,
+      createdAt: new Date(r.created_at).toISOString(),
+    }));
+  });
+
+  // Every projection of this instance: state, checkpoint and lag behind the log's head.
+  router.get('/api/v1/admin/projections', admin, async (ctx) => {
+    const lag = await measureLag(deps.store, deps.runner);
+    ctx.body = deps.runner.status().map((p) => ({
+      name: p.name,
+      state: p.state,
+      position: p.position?.commit ?? null,
+      lagEvents: lag.get(p.name)?.events ?? 0,
+      lagSeconds: lag.get(p.name)?.seconds ?? 0,
+      ...(p.error ? { error: p.error } : {}),
+    }));
+  });
+  return router;
+}

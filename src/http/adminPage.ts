@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { notFound } from './errors';
+
+/** public/admin of the package (found from here both in src/ under ts and in dist/src/ once built). */
+function adminDir(): string {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return path.join(dir, 'public', 'admin');
+}
+const DIR = adminDir();
+const ASSETS: Record<string, string> = {
+  'admin.js': 'application/javascript; charset=utf-8',
+  'admin.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * Endpoint 31 for a browser: a request that prefers text/html gets the operators' page (no token needed to
+ * load it; the page signs in with an admin token and reads the JSON API). Any other request goes on to the
+ * JSON counts and their admin guard.
+ */
+export function adminPageForBrowsers(): Middleware {
+  return async (ctx, next) => {
+    if (ctx.accepts('json', 'html') !== 'html') return next();
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.set('Content-Security-Policy', "default-src 'self'; frame-ancestors 'none'");
+    ctx.body = fs.createReadStream(path.join(DIR, 'index.html'));
+  };
+}
+
+/** The page's script and style sheet. */
+export function adminAssetRoutes(): Router {
+  const router = new Router();
+  router.get('/admin/assets/:asset', (ctx) => {
+    const asset = ctx.params.asset ?? '';
+    const type = ASSETS[asset];
+    if (!type) throw notFound('not_found', `no such asset: ${asset}`);
+    ctx.type = type;
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.body = fs.createReadStream(path.join(DIR, asset));
+  });
+  return router;
+}

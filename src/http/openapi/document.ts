@@ -1,0 +1,282 @@
+import type Router from '@koa/router';
+import * as t from 'io-ts';
+import { CLIENTS, COACHES, DEMO_IDS } from '../../cli/seed';
+import { NAMED_ANSWER_CODECS } from '../../resources/codecs';
+import { guardOf, type Role } from '../auth';
+import { takesMultipart } from '../multipart';
+import { toJsonSchema, type JsonSchema, type SchemaRefs } from './jsonSchema';
+import { ROUTE_DOCS, type RouteDoc } from './routes';
+
+/**
+ * OpenAPI 3.1 of the service, generated from the code: paths, methods, path parameters and roles are read
+ * off the routers (each route's guard says its roles); query, body and answer schemas are the io-ts codecs
+ * of ROUTE_DOCS walked into JSON Schema. Error answers are the documented shapes.
+ */
+export interface RouterRoute {
+  method: string;
+  /** The router's pattern, e.g. `/api/v1/service/:service_id`. */
+  path: string;
+  roles: readonly Role[] | null;
+  multipart: boolean;
+}
+
+/** Every method and path the routers serve (HEAD comes with GET and is not listed). */
+export function routesOf(routers: Router[]): RouterRoute[] {
+  return routers.flatMap((r) =>
+    r.stack.flatMap((layer) =>
+      layer.methods
+        .filter((m) => m !== 'HEAD')
+        .map((method) => ({
+          method,
+          path: layer.path as string,
+          roles: guardOf(layer.stack),
+          multipart: takesMultipart(layer.stack),
+        })),
+    ),
+  );
+}
+
+export const routeKey = (method: string, path: string) => `${method} ${path}`;
+export const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
+const paramNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+
+/** Example values of path parameters: the ids the seed (`npm run seed`) creates. Read when the document is
+ * built, not at import (the seed imports the system that imports this). */
+const paramExamples = (): Record<string, string> => ({
+  coach_id: DEMO_IDS.coaches[0],
+  client_id: DEMO_IDS.clients[0],
+  user_id: DEMO_IDS.clients[0],
+});
+
+/** Request bodies of the seed, as examples of the commands that made them. */
+function seedExamples(): Record<string, unknown> {
+  const coach = COACHES[0]!;
+  return {
+    'PUT /api/v1/users/:user_id': { ...coach.profile, type: 'coach' },
+    'POST /api/v1/coach/services': coach.services[0],
+    'PUT /api/v1/coach/services/:service_id': { price: 30, description: coach.services[0]!.description },
+    'POST /api/v1/nav/addreses': { ...CLIENTS[0]!.address, isDefault: true },
+    'PUT /api/v1/coach/schedule': {
+      timezone: coach.profile.timezone,
+      weekly: coach.weekly ?? {
+        monday: [{ start: '09:00', end: '17:00' }],
+        wednesday: [{ start: '09:00', end: '17:00' }],
+      },
+    },
+  };
+}
+
+const ErrorResponse = t.exact(
+  t.type({ error: t.string, message: t.string, code: t.number }),
+  'ErrorResponse',
+);
+const HTTPValidationError = t.exact(
+  t.type({
+    detail: t.array(
+      t.exact(
+        t.type({
+          loc: t.array(t.union([t.string, t.number])),
+          msg: t.string,
+          type: t.string,
+        }),
+      ),
+    ),
+  }),
+  'HTTPValidationError',
+);
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Malformed request (e.g. a body that is not JSON)',
+  401: 'No valid bearer token (or a token was sent and is invalid)',
+  403: 'The token lacks the role, or the caller may not act on this resource',
+  404: 'Not found (`*_not_found`)',
+  408: 'The request (headers or body) did not arrive in time',
+  409: 'Refused in the current state, or a concurrent change (`conflict`, `slot_unavailable`, ...)',
+  413: 'Body or file too large',
+  431: 'Request headers too large',
+  415: 'Body of another media type than the route takes',
+  422: 'Invalid input: `{detail: [{loc, msg, type}]}`, or a refused value as ErrorResponse',
+  500: 'Unexpected error (never with a stack trace)',
+  503: 'Degraded: a dependency or a projection is down',
+};
+
+/** Error statuses a route can answer, from what every route of its kind can meet. */
+export function errorStatuses(route: RouterRoute, doc: RouteDoc): number[] {
+  const writes = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(route.method);
+  // 400, 408 and 431 may come from the HTTP server itself, before any route (src/main.ts timeouts, limits).
+  const statuses = new Set([400, 401, 404, 408, 422, 431, 500, ...(doc.extraStatuses ?? [])]);
+  if (route.roles !== null) statuses.add(403);
+  if (writes) [409, 413, 415].forEach((s) => statuses.add(s));
+  if (route.path === '/metrics') statuses.add(403);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+export interface OpenApiBuild {
+  document: Record<string, unknown>;
+  /** Routes without a description, and descriptions without a route: both must be empty. */
+  undocumented: string[];
+  unrouted: string[];
+}
+
+export function buildOpenApi(routers: Router[], info: { version: string }): OpenApiBuild {
+  const routes = routesOf(routers);
+  const refs: SchemaRefs = new Map<unknown, string>([
+    [ErrorResponse, 'ErrorResponse'],
+    [HTTPValidationError, 'HTTPValidationError'],
+    ...Object.entries(NAMED_ANSWER_CODECS).map(([name, c]) => [c, name] as [unknown, string]),
+  ]);
+  const schema = (c: t.Mixed) => toJsonSchema(c, refs, false);
+  const examples = seedExamples();
+  const PARAM_EXAMPLES = paramExamples();
+  const paths: Record<string, Record<string, unknown>> = {};
+  const undocumented: string[] = [];
+  const seen = new Set<string>();
+
+  for (const route of routes) {
+    const key = routeKey(route.method, route.path);
+    const doc = ROUTE_DOCS[key];
+    if (!doc) {
+      undocumented.push(key);
+      continue;
+    }
+    seen.add(key);
+    const parameters: unknown[] = paramNames(route.path).map((name) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: name.endsWith('_id') ? { type: 'string', format: 'uuid' } : { type: 'string' },
+      ...(PARAM_EXAMPLES[name] ? { example: PARAM_EXAMPLES[name] } : {}),
+    }));
+    if (doc.query) {
+      const q = toJsonSchema(doc.query, refs);
+      const required = new Set((q.required as string[] | undefined) ?? []);
+      for (const [name, s] of Object.entries((q.properties ?? {}) as Record<string, JsonSchema>))
+        parameters.push({ name, in: 'query', required: required.has(name), schema: s });
+    }
+    const operation: Record<string, unknown> = {
+      operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c?: string) => (c ? c.toUpperCase() : ''))}`,
+      tags: [doc.tag],
+      summary: doc.summary,
+      description: describe(route, doc),
+      ...(parameters.length ? { parameters } : {}),
+      security: securityOf(route),
+      responses: responsesOf(route, doc, schema),
+    };
+    const example = doc.body?.example ?? examples[key];
+    if (doc.body)
+      operation.requestBody = {
+        required: !doc.body.optional,
+        content: {
+          'application/json': {
+            schema: schema(doc.body.codec),
+            ...(example !== undefined ? { example } : {}),
+          },
+        },
+      };
+    if (doc.multipart) {
+      const fields = toJsonSchema(doc.multipart.fields, refs);
+      const files = doc.multipart.files;
+      operation.requestBody = {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              properties: {
+                ...(fields.properties as object),
+                ...Object.fromEntries(
+                  files.map((f) => [
+                    f.name,
+                    { type: 'string', contentMediaType: f.accept.split(',')[0]!.trim() },
+                  ]),
+                ),
+              },
+              required: files.filter((f) => f.required).map((f) => f.name),
+              additionalProperties: false,
+            },
+            encoding: Object.fromEntries(files.map((f) => [f.name, { contentType: f.accept }])),
+          },
+        },
+      };
+    }
+    (paths[openApiPath(route.path)] ??= {})[route.method.toLowerCase()] = operation;
+  }
+
+  const components: Record<string, JsonSchema> = {};
+  for (const [codec, name] of refs) components[name] = toJsonSchema(codec as t.Mixed, refs, true);
+
+  return {
+    undocumented,
+    unrouted: Object.keys(ROUTE_DOCS).filter((k) => !seen.has(k)),
+    document: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Coaching booking service',
+        version: info.version,
+        description:
+          'Generated from the code: routes and roles from the routers, schemas from the io-ts codecs the ' +
+          'routes decode with. Bearer JWT (`sub` = user uuid, `roles`); the roles a route admits are listed ' +
+          'as the scopes of its security requirement. Errors: `ErrorResponse {error, message, code}`; ' +
+          'invalid input is 422 `{detail: [{loc, msg, type}]}`. POST commands accept an `Idempotency-Key`.',
+      },
+      servers: [{ url: '/' }],
+      tags: [...new Set(Object.values(ROUTE_DOCS).map((d) => d.tag))].map((name) => ({ name })),
+      paths,
+      components: {
+        schemas: components,
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          metricsToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The METRICS_TOKEN of the deployment (GET /metrics only)',
+          },
+        },
+      },
+    },
+  };
+}
+
+function describe(route: RouterRoute, doc: RouteDoc): string {
+  const parts: string[] = [];
+  if (doc.endpoint) parts.push(`Endpoint ${doc.endpoint} of the interface document.`);
+  if (route.roles === null) parts.push('Public: no token needed (a token that is sent must be valid).');
+  else if (route.roles.length === 0) parts.push('Any signed-in user.');
+  else parts.push(`Roles: ${route.roles.join(' or ')}.`);
+  if (doc.description) parts.push(doc.description);
+  return parts.join(' ');
+}
+
+function securityOf(route: RouterRoute): unknown[] {
+  if (route.path === '/metrics') return [{ bearerAuth: ['admin'] }, { metricsToken: [] }];
+  if (route.roles === null) return [{}, { bearerAuth: [] }];
+  return [{ bearerAuth: [...route.roles] }];
+}
+
+function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => JsonSchema) {
+  const ok: Record<string, unknown> = {};
+  if (doc.answer === 'binary')
+    ok['application/octet-stream'] = {
+      schema: { type: 'string', contentMediaType: 'application/octet-stream' },
+    };
+  else if (doc.answer === 'prometheus')
+    ok['text/plain'] = { schema: { type: 'string', description: 'Prometheus text exposition format 0.0.4' } };
+  else if (doc.answer === 'html') ok['text/html'] = { schema: { type: 'string' } };
+  else ok['application/json'] = { schema: schema(doc.answer) };
+  if (doc.alsoHtml) ok['text/html'] = { schema: { type: 'string', description: 'the admin web page' } };
+  const responses: Record<string, unknown> = { '200': { description: 'OK', content: ok } };
+  const error = { $ref: '#/components/schemas/ErrorResponse' };
+  for (const status of errorStatuses(route, doc)) {
+    if (status === 503 && route.path === '/healthz') {
+      responses['503'] = { description: ERROR_TEXT[503], content: ok };
+      continue;
+    }
+    const body =
+      status === 422 ? { anyOf: [{ $ref: '#/components/schemas/HTTPValidationError' }, error] } : error;
+    responses[String(status)] = {
+      description: ERROR_TEXT[status] ?? 'Error',
+      content: { 'application/json': { schema: body } },
+    };
+  }
+  return responses;
+}

@@ -1,0 +1,446 @@
+import * as t from 'io-ts';
+import { CreateAddressBody } from '../../../commands/addresses/codecs';
+import { BookingBody, DisputeBody, ReasonBody, ReviewBody } from '../../../commands/booking/codecs';
+import { ScheduleBody } from '../../../commands/calendar/codecs';
+import { SessionEmailBody, VerificationBody } from '../../../commands/email/routes';
+import { ChannelBody, MarkReadBody, NotificationEventBody } from '../../../commands/notifications/codecs';
+import { PaymentUpdateBody } from '../../../commands/payments/codecs';
+import { CreateServiceBody, RejectServiceBody, UpdateServiceBody } from '../../../commands/services/codecs';
+import { UpsertUserProfileBody } from '../../../commands/users/codecs';
+import { NoFields } from '../../../commands/users/media';
+import { ReorderBody, VideoFields } from '../../../commands/videos/routes';
+import { AdminServicesQuery } from '../../../queries/admin';
+import { RangeQuery } from '../../../queries/availability';
+import { AdminFilter, UnreadFilter } from '../../../queries/notifications';
+import { AuditQuery } from '../../../queries/paymentAudit';
+import * as A from '../../resources/codecs';
+import { IsoInstant, Paging } from '../validation';
+
+/**
+ * What the routers cannot tell about their routes: the codecs of query, body and answer, a summary and the
+ * interface document's endpoint number. Paths, path parameters and roles are read off the routers
+ * themselves (src/http/openapi/document.ts); a route missing here, or an entry without its route, fails
+ * test/api/openapi.test.ts. Codecs are the ones the routes decode with, imported, never restated.
+ */
+export interface FilePart {
+  name: string;
+  accept: string;
+  required?: boolean;
+}
+
+export interface RouteDoc {
+  summary: string;
+  /** Number of the endpoint in the interface document (section 4). */
+  endpoint?: number;
+  tag: string;
+  query?: t.Mixed;
+  /** JSON body; `optional` when an absent or empty body is fine. */
+  body?: { codec: t.Mixed; optional?: boolean; example?: unknown };
+  multipart?: { fields: t.Mixed; files: FilePart[] };
+  /** The 200 answer: a codec (JSON), `binary` (a stored file), `prometheus` (text exposition), `html`. */
+  answer: t.Mixed | 'binary' | 'prometheus' | 'html';
+  /** The answer may also be this page when the client asks for text/html (endpoint 31). */
+  alsoHtml?: boolean;
+  /** Statuses beyond the ones every route of its kind has (see document.ts). */
+  extraStatuses?: number[];
+  description?: string;
+}
+
+const list = <C extends t.Mixed>(c: C) => t.array(c);
+const VIDEO_FILES: FilePart[] = [
+  { name: 'file', accept: 'video/*', required: true },
+  { name: 'preview', accept: 'image/*' },
+];
+
+export const ROUTE_DOCS: Record<string, RouteDoc> = {
+  // Videos
+  'POST /api/v1/storage/video': {
+    endpoint: 1,
+    tag: 'Videos',
+    summary: 'Upload a preview video (coach)',
+    multipart: { fields: VideoFields, files: VIDEO_FILES },
+    answer: A.FileBaseCodec,
+  },
+  'GET /api/v1/storage/videos': {
+    endpoint: 2,
+    tag: 'Videos',
+    summary: "The caller's videos in their order",
+    answer: list(A.FileBaseCodec),
+  },
+  'PUT /api/v1/storage/videos/order': {
+    endpoint: 3,
+    tag: 'Videos',
+    summary: 'Reorder the videos: `order` must be a permutation of the video ids',
+    body: { codec: ReorderBody },
+    answer: list(A.FileBaseCodec),
+  },
+  'PUT /api/v1/storage/video/:video_id': {
+    endpoint: 4,
+    tag: 'Videos',
+    summary: 'Replace a video, its preview or its title and description',
+    multipart: {
+      fields: VideoFields,
+      files: VIDEO_FILES.map((f) => ({ name: f.name, accept: f.accept })),
+    },
+    answer: A.FileBaseCodec,
+  },
+  'DELETE /api/v1/storage/video/:video_id': {
+    endpoint: 5,
+    tag: 'Videos',
+    summary: 'Delete a video',
+    answer: A.VideoDeletedCodec,
+  },
+  'GET /api/v1/storage/files/:key': {
+    tag: 'Videos',
+    summary: 'A stored file (video, preview, profile media) by the key in its URL',
+    answer: 'binary',
+  },
+  // Services and sessions
+  'GET /api/v1/service/:service_id/availability': {
+    endpoint: 6,
+    tag: 'Services',
+    summary: "Free slots of a service, as local date-times in the coach's time zone",
+    query: RangeQuery,
+    answer: A.ServiceAvailabilityCodec,
+  },
+  'GET /api/v1/service/:service_id': {
+    endpoint: 7,
+    tag: 'Services',
+    summary: 'One service (in review or rejected: its coach and admins only)',
+    answer: A.ServiceOutCodec,
+  },
+  'POST /api/v1/service/:service_id': {
+    endpoint: 8,
+    tag: 'Sessions',
+    summary: 'Book slots of a service (client): one session per slot and one payment',
+    body: { codec: BookingBody, example: { slots: ['2026-12-02T10:00:00'], method: 'card' } },
+    answer: list(A.SessionOutCodec),
+  },
+  'GET /api/v1/service/:coach_id/reviews': {
+    endpoint: 9,
+    tag: 'Services',
+    summary: 'Reviews of a coach, newest first',
+    query: Paging,
+    answer: list(A.ReviewOutCodec),
+  },
+  'GET /api/v1/coach/:coach_id/services': {
+    endpoint: 10,
+    tag: 'Services',
+    summary: "A coach's services (unapproved ones to the coach and admins only)",
+    answer: list(A.ServiceOutCodec),
+  },
+  'GET /api/v1/coach/:coach_id/availability': {
+    endpoint: 11,
+    tag: 'Services',
+    summary: 'Every approved service of a coach with its free slots',
+    query: RangeQuery,
+    answer: A.CoachAvailabilityCodec,
+  },
+  'GET /api/v1/coach/client/:client_id': {
+    endpoint: 12,
+    tag: 'Users',
+    summary: 'A client that has booked the calling coach (admins: any client)',
+    answer: A.UserOutCodec,
+  },
+  'GET /api/v1/coach/:coach_id/profile': {
+    endpoint: 13,
+    tag: 'Users',
+    summary: "A coach's public profile with services, videos and prices",
+    answer: A.PublicCoachProfileOutCodec,
+  },
+  'POST /api/v1/storage/profile/media': {
+    endpoint: 14,
+    tag: 'Users',
+    summary: "Upload the caller's profile picture or video",
+    multipart: {
+      fields: NoFields,
+      files: [
+        { name: 'file', accept: 'image/*, video/*', required: true },
+        { name: 'preview', accept: 'image/*' },
+      ],
+    },
+    answer: A.UserProfileOutCodec,
+  },
+  'PUT /api/v1/users/:user_id': {
+    tag: 'Users',
+    summary: 'Create or change a user profile (account service, admin)',
+    body: { codec: UpsertUserProfileBody, optional: true },
+    answer: A.UserProfileRecordCodec,
+  },
+  'PUT /api/v1/coach/schedule': {
+    tag: 'Services',
+    summary: "Publish the calling coach's weekly hours and date overrides (replaces the schedule)",
+    body: { codec: ScheduleBody },
+    answer: A.ScheduleCodec,
+  },
+  'POST /api/v1/coach/services': {
+    tag: 'Services',
+    summary: 'Create a service (coach); it waits for review',
+    body: { codec: CreateServiceBody },
+    answer: A.ServiceOutCodec,
+  },
+  'PUT /api/v1/coach/services/:service_id': {
+    tag: 'Services',
+    summary: 'Change a service (its coach); fields left out keep their value',
+    body: { codec: UpdateServiceBody, optional: true },
+    answer: A.ServiceOutCodec,
+  },
+  'POST /api/v1/admin/services/:service_id/approve': {
+    tag: 'Admin',
+    summary: 'Approve a service in review',
+    answer: A.ServiceOutCodec,
+  },
+  'POST /api/v1/admin/services/:service_id/reject': {
+    tag: 'Admin',
+    summary: 'Reject a service in review, with an optional reason',
+    body: { codec: RejectServiceBody, optional: true },
+    answer: A.ServiceOutCodec,
+  },
+  'GET /api/v1/session/:session_id': {
+    tag: 'Sessions',
+    summary: 'One session (its client, its coach, admins)',
+    answer: A.SessionOutCodec,
+  },
+  'GET /api/v1/sessions': {
+    tag: 'Sessions',
+    summary: "The caller's sessions (as client or coach), latest first",
+    query: Paging,
+    answer: list(A.SessionOutCodec),
+  },
+  'POST /api/v1/session/:session_id/approve': {
+    tag: 'Sessions',
+    summary: 'The coach approves a booked session',
+    answer: A.SessionOutCodec,
+  },
+  'POST /api/v1/session/:session_id/decline': {
+    tag: 'Sessions',
+    summary: 'The coach declines a booked session',
+    body: { codec: ReasonBody, optional: true },
+    answer: A.SessionOutCodec,
+  },
+  'POST /api/v1/session/:session_id/cancel': {
+    tag: 'Sessions',
+    summary: 'Client or coach cancels a session (within the cancellation window)',
+    body: { codec: ReasonBody, optional: true },
+    answer: A.SessionOutCodec,
+  },
+  'POST /api/v1/session/:session_id/complete': {
+    tag: 'Sessions',
+    summary: 'Mark a session that has ended as completed',
+    answer: A.SessionOutCodec,
+  },
+  'POST /api/v1/session/:session_id/dispute': {
+    tag: 'Sessions',
+    summary: 'The client disputes a session',
+    body: { codec: DisputeBody },
+    answer: A.SessionOutCodec,
+  },
+  'POST /api/v1/session/:session_id/review': {
+    tag: 'Sessions',
+    summary: 'The client reviews a completed session (once)',
+    body: { codec: ReviewBody },
+    answer: A.SessionOutCodec,
+  },
+  // Payments
+  'POST /api/v1/payment/private/payment/:payment_id/update': {
+    endpoint: 15,
+    tag: 'Payments (private)',
+    summary: 'The payment provider reports a status change',
+    body: { codec: PaymentUpdateBody, example: { status: 'checkout', clientSecret: 'pi_123_secret_456' } },
+    answer: A.PaymentOutCodec,
+  },
+  'POST /api/v1/payment/private/payment/:payment_id/cancel': {
+    endpoint: 16,
+    tag: 'Payments (private)',
+    summary: 'Cancel a payment',
+    answer: A.PaymentOutCodec,
+  },
+  'POST /api/v1/payment/private/user/:user_id/update': {
+    endpoint: 17,
+    tag: 'Payments (private)',
+    summary: "Update the user's open payment",
+    body: { codec: PaymentUpdateBody },
+    answer: A.PaymentOutCodec,
+  },
+  'GET /api/v1/payment/:payment_id': {
+    tag: 'Payments',
+    summary: 'A payment with its history (payer, coach, admins, auditors)',
+    answer: A.PaymentDetailCodec,
+  },
+  'GET /api/v1/audit/payments/:payment_id/events': {
+    tag: 'Audit',
+    summary: "A payment's events and its state at `at`",
+    query: AuditQuery,
+    answer: A.PaymentAuditCodec,
+  },
+  'GET /api/v1/audit/sessions/:session_id/events': {
+    tag: 'Audit',
+    summary: "A session's events and its state at `at`",
+    query: t.partial({ at: IsoInstant }),
+    answer: A.SessionAuditCodec,
+  },
+  // Private e-mail endpoints
+  'POST /api/v1/notification/private/email/:user_id/verification': {
+    endpoint: 18,
+    tag: 'E-mail (private)',
+    summary: 'Send a verification e-mail',
+    body: { codec: VerificationBody, optional: true },
+    answer: A.EmailQueuedCodec,
+  },
+  'POST /api/v1/notification/private/email/:user_id/session/:group_id/booking': {
+    endpoint: 19,
+    tag: 'E-mail (private)',
+    summary: 'Send a booking e-mail',
+    body: { codec: SessionEmailBody, optional: true },
+    answer: A.EmailQueuedCodec,
+  },
+  'POST /api/v1/notification/private/email/:user_id/session/:session_id/approve': {
+    endpoint: 20,
+    tag: 'E-mail (private)',
+    summary: 'Send a session approval e-mail',
+    body: { codec: SessionEmailBody, optional: true },
+    answer: A.EmailQueuedCodec,
+  },
+  'POST /api/v1/notification/private/email/:user_id/session/:session_id/cancel': {
+    endpoint: 21,
+    tag: 'E-mail (private)',
+    summary: 'Send a session cancellation e-mail',
+    body: { codec: SessionEmailBody, optional: true },
+    answer: A.EmailQueuedCodec,
+  },
+  'POST /api/v1/notification/private/email/:user_id/session/:session_id/decline': {
+    endpoint: 22,
+    tag: 'E-mail (private)',
+    summary: 'Send a session decline e-mail',
+    body: { codec: SessionEmailBody, optional: true },
+    answer: A.EmailQueuedCodec,
+  },
+  'POST /api/v1/notification/private/email/:user_id/session/:session_id/dispute': {
+    endpoint: 23,
+    tag: 'E-mail (private)',
+    summary: 'Send a session dispute e-mail to the coach',
+    body: { codec: SessionEmailBody, optional: true },
+    answer: A.EmailQueuedCodec,
+  },
+  // Notifications
+  'GET /api/v1/notifications': {
+    endpoint: 24,
+    tag: 'Notifications',
+    summary: "The caller's notifications, newest first",
+    query: t.intersection([Paging, UnreadFilter]),
+    answer: list(A.NotificationOutCodec),
+  },
+  'PUT /api/v1/notifications': {
+    endpoint: 25,
+    tag: 'Notifications',
+    summary: 'Mark notifications read',
+    body: { codec: MarkReadBody },
+    answer: list(A.NotificationOutCodec),
+  },
+  'POST /api/v1/notification/event': {
+    endpoint: 26,
+    tag: 'Notifications',
+    summary: 'Report notifications delivered (displayed by the app)',
+    body: { codec: NotificationEventBody },
+    answer: list(A.DeliveredNotificationCodec),
+  },
+  'POST /api/v1/notification/channel': {
+    endpoint: 27,
+    tag: 'Notifications',
+    summary: 'Register a delivery channel (e-mail, push token, https webhook)',
+    body: { codec: ChannelBody, example: { type: 'email', address: 'lena.weber@demo.coaching.local' } },
+    answer: A.ChannelCodec,
+  },
+  'POST /api/v1/notification/channel/mailprovider-init': {
+    endpoint: 28,
+    tag: 'Notifications',
+    summary: 'Check the mail transport (SMTP connects and authenticates, or the outbox is writable)',
+    answer: A.MailCheckCodec,
+  },
+  'GET /manage/admin/notifications': {
+    endpoint: 29,
+    tag: 'Admin',
+    summary: "Every user's notifications, newest first; filters `user` and `type`",
+    query: t.intersection([Paging, AdminFilter]),
+    answer: list(A.AdminNotificationCodec),
+  },
+  'GET /manage/admin/notifications/:notification_id': {
+    endpoint: 30,
+    tag: 'Admin',
+    summary: 'One notification',
+    answer: A.AdminNotificationCodec,
+  },
+  'GET /admin/notifications': {
+    endpoint: 31,
+    tag: 'Admin',
+    summary: 'Notification counts; a browser asking for text/html gets the admin page',
+    description:
+      "With `Accept: text/html` preferred (a browser), the answer is the operators' web page, served without " +
+      'a token: it signs in with an admin token and reads the JSON endpoints.',
+    answer: A.NotificationCountsCodec,
+    alsoHtml: true,
+  },
+  'GET /api/v1/admin/services': {
+    tag: 'Admin',
+    summary: 'Services by status (default `review`: the queue waiting for approval), oldest first',
+    query: t.intersection([Paging, AdminServicesQuery]),
+    answer: list(A.AdminServiceCodec),
+  },
+  'GET /api/v1/admin/projections': {
+    tag: 'Admin',
+    summary: "This instance's projections: state, checkpoint, lag in events and seconds",
+    answer: list(A.ProjectionLagCodec),
+  },
+  'GET /admin/assets/:asset': {
+    tag: 'Admin',
+    summary: "The admin page's script and style sheet",
+    answer: 'binary',
+  },
+  // Addresses
+  'GET /api/v1/nav/addreses': {
+    endpoint: 32,
+    tag: 'Addresses',
+    summary: "The caller's saved addresses, newest first",
+    query: Paging,
+    answer: list(A.AddressOutCodec),
+  },
+  'POST /api/v1/nav/addreses': {
+    endpoint: 33,
+    tag: 'Addresses',
+    summary: 'Save an address; `isDefault` moves the default to it',
+    body: { codec: CreateAddressBody },
+    answer: list(A.AddressOutCodec),
+  },
+  // Operations
+  'GET /healthz': {
+    tag: 'Operations',
+    summary: 'Health of the event store, the database and every projection (503 when degraded)',
+    answer: t.type({
+      status: t.keyof({ ok: null, degraded: null }),
+      eventStore: t.type({ kind: t.string, status: t.string }),
+      database: t.type({ kind: t.string, status: t.string }),
+      projections: t.array(t.UnknownRecord),
+    }),
+    extraStatuses: [503],
+  },
+  'GET /metrics': {
+    tag: 'Operations',
+    summary: 'Prometheus metrics (admin JWT, or `Bearer <METRICS_TOKEN>`)',
+    answer: 'prometheus',
+  },
+  'GET /openapi.json': {
+    tag: 'Operations',
+    summary: 'This document',
+    answer: t.UnknownRecord,
+  },
+  'GET /docs': {
+    tag: 'Operations',
+    summary: 'The API reference, rendered from this document',
+    answer: 'html',
+  },
+  'GET /docs/:asset': {
+    tag: 'Operations',
+    summary: "The reference page's files (Swagger UI, served from the service)",
+    answer: 'binary',
+  },
+};

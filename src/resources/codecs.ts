@@ -1,0 +1,431 @@
+import * as t from 'io-ts';
+import type { AddressOut } from './address';
+import type { PublicCoachProfileOut } from './coachProfile';
+import type { FileBase } from './fileBase';
+import type { NotificationOut } from './notification';
+import type { PaymentOut } from './payment';
+import type { ReviewOut } from './review';
+import type { ServiceOut } from './service';
+import type { SessionOut } from './session';
+import type { UserOut } from './user';
+import type { UserProfileOut } from './userProfile';
+
+/**
+ * io-ts codecs of the API's answers: what /openapi.json documents (src/http/openapi) and what the API tests
+ * check every JSON answer against. Resources are closed (no additional properties), so a field added to a
+ * resource without being added here fails the API tests; the type checks at the bottom make the TypeScript
+ * shapes and these codecs agree.
+ */
+const closed = <R extends t.Props>(name: string, required: R) => t.exact(t.type(required), name);
+const closedWith = <R extends t.Props, O extends t.Props>(name: string, required: R, optional: O) =>
+  t.exact(t.intersection([t.type(required), t.partial(optional)]), name);
+const nullable = <C extends t.Mixed>(c: C) => t.union([c, t.null]);
+const s = t.string;
+const n = t.number;
+const b = t.boolean;
+
+export const ServiceOutCodec = closed('ServiceOut', {
+  id: s,
+  name: s,
+  description: s,
+  promo: b,
+  price: n,
+  priceCurrency: s,
+  serviceOtherType: s,
+  sessionMinutesDuration: n,
+  sessionCancellationHours: n,
+  status: t.keyof({ review: null, approved: null, rejected: null }),
+  serviceTypes: t.array(s),
+  numberOfSessions: n,
+  expiresInDays: n,
+  groupSession: b,
+  maxGroupSize: n,
+  slots: t.array(s),
+  minimumNoticeHours: n,
+  bookingWindowDays: n,
+});
+
+export const FileBaseCodec = closed('FileBase', {
+  id: s,
+  title: s,
+  description: s,
+  contentType: s,
+  originFilename: s,
+  url: s,
+  thumb: s,
+  filesize: n,
+  status: s,
+});
+
+export const AddressOutCodec = closed('AddressOut', {
+  id: s,
+  lat: n,
+  lng: n,
+  zoom: n,
+  isDefault: b,
+  name: s,
+  address: s,
+  country: s,
+  state: s,
+  city: s,
+  line1: s,
+  line2: s,
+  zip: s,
+  details: s,
+  position: closed('Point', { type: t.literal('Point'), coordinates: t.tuple([n, n]) }),
+});
+
+export const NotificationOutCodec = closed('Notification', {
+  id: s,
+  type: s,
+  contentType: s,
+  contentId: s,
+  message: s,
+  unread: b,
+  createdAt: s,
+});
+
+/** The admin view of a notification (29, 30): the owner and the read and delivery times added. */
+export const AdminNotificationCodec = closed('AdminNotification', {
+  ...NotificationOutCodec.type.props,
+  userId: s,
+  readAt: nullable(s),
+  deliveredAt: nullable(s),
+});
+
+export const PaymentOutCodec = closedWith(
+  'Payment',
+  {
+    status: s,
+    price: n,
+    currency: s,
+    methodId: n,
+    coachId: s,
+    clientId: s,
+    serviceId: s,
+  },
+  { clientSecret: s, checkout: t.UnknownRecord },
+);
+
+const Actor = closed('Actor', { userId: s, role: s });
+
+/** GET /api/v1/payment/{id} (16): the Payment plus its ids, deadline and transitions. */
+export const PaymentDetailCodec = closedWith(
+  'PaymentDetail',
+  {
+    ...PaymentOutCodec.type.types[0].props,
+    id: s,
+    groupId: s,
+    expiresAt: nullable(s),
+    history: t.array(
+      closed('PaymentTransition', { from: s, to: s, at: s, reason: s, actor: nullable(Actor) }),
+    ),
+  },
+  PaymentOutCodec.type.types[1].props,
+);
+
+export const ReviewOutCodec = closed('Review', {
+  id: s,
+  sessionId: s,
+  serviceId: s,
+  clientId: s,
+  clientName: s,
+  rating: n,
+  comment: s,
+  createdAt: s,
+});
+
+const LatLng = closed('LatLng', { lat: n, lng: n });
+
+export const SessionOutCodec = closed('Session', {
+  id: s,
+  name: s,
+  state: s,
+  price: n,
+  currency: s,
+  dayAvailability: n,
+  minutesDuration: n,
+  minutesTravel: n,
+  promo: b,
+  parking: s,
+  parkingDescription: s,
+  orderDescription: s,
+  paymentId: s,
+  coachId: s,
+  clientId: s,
+  serviceId: s,
+  addressId: nullable(s),
+  clientAddress: s,
+  clientLocation: nullable(LatLng),
+  groupId: s,
+  expirationDate: s,
+  paymentState: s,
+  paymentExpirationAt: s,
+  slot: s,
+  startsAt: s,
+  endsAt: s,
+  reviewed: b,
+});
+
+export const UserOutCodec = closed('User', {
+  id: s,
+  username: s,
+  name: s,
+  surname: s,
+  firstName: s,
+  lastName: s,
+  fullName: s,
+  email: s,
+  phone: s,
+  timezone: s,
+  rating: nullable(n),
+  mediaFilename: s,
+  mediaPreviewFilename: s,
+  mediaType: s,
+  roleList: s,
+  birthDate: nullable(s),
+  gender: s,
+  available: b,
+  verified: b,
+  type: s,
+  languages: s,
+  description: s,
+  avatar: s,
+  avatarUrl: s,
+  mediaUrl: s,
+  mediaPreviewUrl: s,
+});
+
+export const UserProfileOutCodec = closed('UserProfileOut', {
+  id: s,
+  gender: s,
+  birthDate: nullable(s),
+  timezone: s,
+  firstName: s,
+  lastName: s,
+  description: s,
+  languages: t.array(s),
+  experience: n,
+  requiresParking: b,
+  type: s,
+  username: s,
+  phone: s,
+  email: s,
+  verifiedPhone: b,
+  verifiedEmail: b,
+  available: b,
+  verified: b,
+  avatarUrl: s,
+  mediaType: s,
+  mediaUrl: s,
+  mediaPreviewUrl: s,
+  sessionCount: n,
+  totalPayment: n,
+  totalPaymentCurrency: s,
+  profileCompletion: n,
+});
+
+/** PUT /api/v1/users/{user_id} (14 of the private side): the stored profile with its id. */
+export const UserProfileRecordCodec = closed('UserProfile', {
+  id: s,
+  username: s,
+  firstName: s,
+  lastName: s,
+  email: s,
+  phone: s,
+  whatsapp: s,
+  timezone: s,
+  languages: t.array(s),
+  gender: s,
+  birthDate: nullable(s),
+  description: s,
+  type: s,
+  experience: n,
+  avatarUrl: s,
+  mediaType: s,
+  mediaUrl: s,
+  mediaPreviewUrl: s,
+  verified: b,
+  verifiedEmail: b,
+  verifiedPhone: b,
+  available: b,
+  requiresParking: b,
+});
+
+export const PublicCoachProfileOutCodec = closed('PublicCoachProfileOut', {
+  firstName: s,
+  lastName: s,
+  phone: s,
+  whatsapp: s,
+  gender: s,
+  description: s,
+  languages: t.record(s, t.literal(true)),
+  avatarUrl: s,
+  mediaType: s,
+  mediaUrl: s,
+  mediaPreviewUrl: s,
+  rating: nullable(n),
+  serviceTypes: t.array(s),
+  services: t.array(ServiceOutCodec),
+  images: t.array(t.unknown),
+  videos: t.array(FileBaseCodec),
+  certificates: t.array(t.unknown),
+  distance: nullable(n),
+  experience: n,
+  price: nullable(n),
+  minPrice: nullable(n),
+  maxPrice: nullable(n),
+  priceCurrency: nullable(s),
+  sessionCount: n,
+  verified: b,
+});
+
+const Interval = closed('Interval', { start: s, end: s });
+/** PUT /api/v1/coach/schedule answers the schedule it stored. */
+export const ScheduleCodec = closed('Schedule', {
+  timezone: s,
+  weekly: t.partial({
+    monday: t.array(Interval),
+    tuesday: t.array(Interval),
+    wednesday: t.array(Interval),
+    thursday: t.array(Interval),
+    friday: t.array(Interval),
+    saturday: t.array(Interval),
+    sunday: t.array(Interval),
+  }),
+  overrides: t.record(s, t.array(Interval)),
+});
+
+const FreeSlot = closed('FreeSlot', { slot: s, startsAt: s, endsAt: s, remainingSeats: n });
+
+/** 6. Free slots of one service. */
+export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
+  serviceId: s,
+  coachId: s,
+  timezone: s,
+  fromDate: s,
+  toDate: s,
+  minutesDuration: n,
+  groupSession: b,
+  slots: t.array(FreeSlot),
+});
+
+/** 11. Every approved service of a coach with its free slots. */
+export const CoachAvailabilityCodec = closed('CoachAvailability', {
+  coachId: s,
+  timezone: s,
+  fromDate: s,
+  toDate: s,
+  services: t.array(closed('ServiceSlots', { service: ServiceOutCodec, slots: t.array(FreeSlot) })),
+});
+
+const AuditEvent = t.type({
+  type: s,
+  data: t.unknown,
+  metadata: t.UnknownRecord,
+  createdAt: s,
+  revision: n,
+});
+
+/** Audit of a payment: its events and its state at `at`. */
+export const PaymentAuditCodec = closed('PaymentAudit', {
+  paymentId: s,
+  at: nullable(s),
+  events: t.array(AuditEvent),
+  stateAt: nullable(t.UnknownRecord),
+});
+
+/** Audit of a session: the events of its booking that concern it, and its state at `at`. */
+export const SessionAuditCodec = closed('SessionAudit', {
+  sessionId: s,
+  groupId: s,
+  at: nullable(s),
+  stateAt: nullable(s),
+  events: t.array(t.intersection([AuditEvent, t.type({ id: s })])),
+});
+
+const TypeCounts = { total: n, unread: n, delivered: n };
+/** 31. Notification counts, overall and per type. */
+export const NotificationCountsCodec = closed('NotificationCounts', {
+  ...TypeCounts,
+  byType: t.array(closed('NotificationTypeCounts', { type: s, ...TypeCounts })),
+});
+
+export const DeliveredNotificationCodec = closed('DeliveredNotification', {
+  id: s,
+  status: t.literal('delivered'),
+  deliveredAt: nullable(s),
+});
+
+export const ChannelCodec = closed('NotificationChannel', {
+  id: s,
+  type: t.keyof({ email: null, push: null, webhook: null }),
+  address: s,
+  createdAt: s,
+});
+
+export const MailCheckCodec = closedWith(
+  'MailProviderCheck',
+  { provider: t.keyof({ smtp: null, outbox: null }), status: t.keyof({ ok: null, error: null }) },
+  { detail: s },
+);
+
+export const EmailQueuedCodec = closed('EmailQueued', {
+  id: s,
+  status: t.literal('queued'),
+  to: s,
+  template: s,
+});
+
+export const VideoDeletedCodec = closed('VideoDeleted', { id: s, status: t.literal('deleted') });
+
+/** Admin list of services (the review queue): the Service with its coach and creation time. */
+export const AdminServiceCodec = closed('AdminService', {
+  ...ServiceOutCodec.type.props,
+  coachId: s,
+  createdAt: s,
+});
+
+/** A projection of the answering instance: state, checkpoint and lag behind the log's head. */
+export const ProjectionLagCodec = closedWith(
+  'ProjectionLag',
+  {
+    name: s,
+    state: t.keyof({ starting: null, running: null, retrying: null, failed: null, stopped: null }),
+    position: nullable(s),
+    lagEvents: n,
+    lagSeconds: n,
+  },
+  { error: s },
+);
+
+/** The codecs that become named schemas under components/schemas. */
+export const NAMED_ANSWER_CODECS: Record<string, t.Mixed> = {
+  Service: ServiceOutCodec,
+  FileBase: FileBaseCodec,
+  AddressOut: AddressOutCodec,
+  Notification: NotificationOutCodec,
+  AdminNotification: AdminNotificationCodec,
+  Payment: PaymentOutCodec,
+  PaymentDetail: PaymentDetailCodec,
+  Review: ReviewOutCodec,
+  Session: SessionOutCodec,
+  User: UserOutCodec,
+  UserProfileOut: UserProfileOutCodec,
+  PublicCoachProfileOut: PublicCoachProfileOutCodec,
+};
+
+/* The TypeScript shapes the code builds must fit these codecs (a changed or removed field fails here). */
+type Fits<_Codec, _Shape extends _Codec> = true;
+export type AnswerCodecsFitTheResources = [
+  Fits<t.TypeOf<typeof ServiceOutCodec>, ServiceOut>,
+  Fits<t.TypeOf<typeof FileBaseCodec>, FileBase>,
+  Fits<t.TypeOf<typeof AddressOutCodec>, AddressOut>,
+  Fits<t.TypeOf<typeof NotificationOutCodec>, NotificationOut>,
+  Fits<t.TypeOf<typeof PaymentOutCodec>, PaymentOut>,
+  Fits<t.TypeOf<typeof ReviewOutCodec>, ReviewOut>,
+  Fits<t.TypeOf<typeof SessionOutCodec>, SessionOut>,
+  Fits<t.TypeOf<typeof UserOutCodec>, UserOut>,
+  Fits<t.TypeOf<typeof UserProfileOutCodec>, UserProfileOut>,
+  Fits<t.TypeOf<typeof PublicCoachProfileOutCodec>, PublicCoachProfileOut>,
+];

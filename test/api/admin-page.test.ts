@@ -1,0 +1,158 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { eventually, marketplace } from '../support/marketplace';
+import { startSmtpServer } from '../support/smtp';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+/**
+ * The operators' page (GET /admin/notifications in a browser) in a real Chromium, driven by playwright-core.
+ * Chromium comes from the OS packages (`apt-get install chromium`, done by .ci/run); CHROMIUM_PATH names
+ * another one. Without it the suite is skipped, saying why. `SCREENSHOT_DOCS=1` refreshes docs/admin-page.png.
+ */
+const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
+  (p): p is string => !!p && fs.existsSync(p),
+);
+const suite = CHROMIUM ? describe : describe.skip;
+const title = CHROMIUM
+  ? 'admin page in Chromium'
+  : 'admin page in Chromium (skipped: no Chromium found; apt-get install chromium, or set CHROMIUM_PATH)';
+
+const now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let browser: Browser;
+let page: Page;
+
+suite(title, () => {
+  beforeAll(async () => {
+    smtp = await startSmtpServer();
+    t = await startTestSystem({ clock: () => now, env: { SMTP_URL: smtp.url } });
+    m = marketplace(t);
+    browser = await chromium.launch({ executablePath: CHROMIUM!, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await smtp?.close();
+  });
+
+  /** Waits for the page's next complete load (it stamps body[data-loaded] after each one). */
+  const reloaded = async (before: string | null) =>
+    page.waitForFunction((b) => {
+      const v = (globalThis as any).document.body.dataset.loaded;
+      return v !== undefined && v !== b;
+    }, before);
+  const stamp = () => page.evaluate(() => (globalThis as any).document.body.dataset.loaded ?? null);
+
+  it('signs in with an admin token and shows the same counts as the API', async () => {
+    // Data: a booking notifies its coach and client; another coach's service waits for review.
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    await eventually(
+      async () => (await t.request('GET', '/admin/notifications', { token: m.admin() })).body.total,
+      (n) => n >= 2,
+      5000,
+    );
+
+    const res = await page.goto(`${t.baseUrl}/admin/notifications`);
+    expect(res!.status()).toBe(200);
+    expect(res!.headers()['content-type']).toMatch(/^text\/html/);
+    expect(await page.isVisible('#signin')).toBe(true);
+    expect(await page.isVisible('#panels')).toBe(false);
+
+    // A client's token is not enough.
+    await page.fill('#token', t.token(client.id, ['client']));
+    await page.click('#signin button[type=submit]');
+    await page.waitForSelector('#message:has-text("admin role")');
+    expect(await page.isVisible('#signin')).toBe(true);
+
+    const before = await stamp();
+    await page.fill('#token', m.admin());
+    await page.click('#signin button[type=submit]');
+    await reloaded(before);
+    expect(await page.textContent('#message')).toBe('');
+
+    const api = (await t.request('GET', '/admin/notifications', { token: m.admin() })).body;
+    const shown = await page.evaluate(() => {
+      const doc = (globalThis as any).document;
+      const count = (id: string) => Number(doc.querySelector(`[data-testid=${id}]`).textContent);
+      return {
+        total: count('count-total'),
+        unread: count('count-unread'),
+        delivered: count('count-delivered'),
+        byType: Array.from(doc.querySelectorAll('#by-type tr[data-type]')).map((tr: any) => ({
+          type: tr.dataset.type,
+          total: Number(tr.cells[1].textContent),
+          unread: Number(tr.cells[2].textContent),
+          delivered: Number(tr.cells[3].textContent),
+        })),
+      };
+    });
+    expect(shown).toEqual(api);
+    expect(api.total).toBeGreaterThanOrEqual(2);
+
+    // Latest notifications, filtered by user: only the coach's.
+    const latest = await page.$$eval('#notifications tr', (rows) => rows.map((r) => r.textContent));
+    expect(latest.length).toBeGreaterThanOrEqual(2);
+    await page.fill('#filter input[name=user]', coach.id);
+    await page.click('#filter button[type=submit]');
+    await page.waitForFunction(
+      (id) =>
+        Array.from((globalThis as any).document.querySelectorAll('#notifications tr')).every(
+          (r: any) => r.children[1]?.textContent === id,
+        ),
+      coach.id,
+    );
+    const coachOnly = (
+      await t.request('GET', `/manage/admin/notifications?user=${coach.id}&limit=20`, { token: m.admin() })
+    ).body;
+    expect(await page.$$eval('#notifications tr', (rows) => rows.length)).toBe(coachOnly.length);
+
+    // Projections of this instance with their lag.
+    const names = t.system.runner.status().map((p) => p.name);
+    const listed = await page.$$eval('#projection-rows tr[data-projection]', (rows) =>
+      rows.map((r) => (r as any).dataset.projection),
+    );
+    expect(listed.sort()).toEqual([...names].sort());
+  });
+
+  it('approves a service waiting for review', async () => {
+    const coach = await m.coach();
+    const created = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: { name: 'Padel for two', price: 60, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+    });
+    expect(created.status).toBe(200);
+    const id = created.body.id as string;
+    let before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    const row = `#services tr[data-service="${id}"]`;
+    expect(await page.textContent(row)).toContain('Padel for two');
+
+    await fs.promises.mkdir(path.join(os.tmpdir(), 'coaching-admin'), { recursive: true });
+    await page.screenshot({
+      path: path.join(os.tmpdir(), 'coaching-admin', 'admin-page.png'),
+      fullPage: true,
+    });
+    if (process.env.SCREENSHOT_DOCS === '1')
+      await page.screenshot({ path: path.join(__dirname, '../../docs/admin-page.png'), fullPage: true });
+
+    before = await stamp();
+    await page.click(`${row} button.approve`);
+    await reloaded(before);
+    expect(await page.$(row)).toBeNull();
+    const service = await t.request('GET', `/api/v1/service/${id}`, { token: m.admin() });
+    expect(service.body.status).toBe('approved');
+  });
+});

@@ -1,0 +1,135 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { mountedRouters } from '../../src/http/app';
+import { buildOpenApi, openApiPath, routesOf } from '../../src/http/openapi/document';
+import { ROUTE_DOCS } from '../../src/http/openapi/routes';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+let t: TestSystem;
+let document: any;
+beforeAll(async () => {
+  t = await startTestSystem();
+  const res = await fetch(`${t.baseUrl}/openapi.json`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  document = await res.json();
+});
+afterAll(() => t.close());
+
+describe('GET /openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    expect(document.openapi).toBe('3.1.0');
+    // validate() dereferences a copy it is given; it throws on any schema or structure error.
+    await expect(SwaggerParser.validate(structuredClone(document))).resolves.toBeDefined();
+  });
+
+  it('describes every route the app serves, and nothing else', () => {
+    const served = routesOf(mountedRouters(t.system.app))
+      .map((r) => `${r.method} ${openApiPath(r.path)}`)
+      .sort();
+    const described = Object.entries(document.paths as Record<string, object>)
+      .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`))
+      .sort();
+    expect(described).toEqual(served);
+    const build = buildOpenApi(mountedRouters(t.system.app), { version: 'test' });
+    expect(build.undocumented).toEqual([]);
+    expect(build.unrouted).toEqual([]);
+    expect(served.length).toBeGreaterThanOrEqual(51);
+  });
+
+  it('covers the 33 endpoints of the interface document, each once', () => {
+    const numbers = Object.values(ROUTE_DOCS)
+      .map((d) => d.endpoint)
+      .filter((n): n is number => n !== undefined)
+      .sort((a, b) => a - b);
+    expect(numbers).toEqual(Array.from({ length: 33 }, (_, i) => i + 1));
+  });
+
+  it('has path and query parameters, bodies, roles and error shapes from the code', () => {
+    const book = document.paths['/api/v1/service/{service_id}'].post;
+    expect(book.parameters).toEqual([
+      expect.objectContaining({ name: 'service_id', in: 'path', required: true }),
+    ]);
+    expect(book.security).toEqual([{ bearerAuth: ['client'] }]);
+    const body = book.requestBody.content['application/json'].schema;
+    expect(body.required).toEqual(['slots']);
+    expect(body.additionalProperties).toBe(false);
+    expect(Object.keys(body.properties)).toEqual(
+      expect.arrayContaining(['slots', 'addressId', 'method', 'parking', 'card']),
+    );
+    expect(body.properties.method.enum).toEqual(['card', 'cash', 'bank_transfer']);
+    expect(book.responses['200'].content['application/json'].schema).toEqual({
+      type: 'array',
+      items: { $ref: '#/components/schemas/Session' },
+    });
+    expect(book.responses['409'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ErrorResponse',
+    });
+    expect(book.responses['422'].content['application/json'].schema.anyOf).toContainEqual({
+      $ref: '#/components/schemas/HTTPValidationError',
+    });
+
+    const availability = document.paths['/api/v1/service/{service_id}/availability'].get;
+    expect(availability.security).toEqual([{}, { bearerAuth: [] }]); // public, a token is optional
+    const query = availability.parameters.filter((p: any) => p.in === 'query');
+    expect(query.map((p: any) => p.name)).toEqual(['from_date', 'to_date', 'address_id', 'user']);
+    expect(query[0].schema).toEqual({ type: 'string', format: 'date' });
+
+    const list = document.paths['/manage/admin/notifications'].get;
+    expect(list.security).toEqual([{ bearerAuth: ['admin'] }]);
+    expect(list.parameters.find((p: any) => p.name === 'limit').schema).toEqual({
+      type: 'integer',
+      minimum: 1,
+      maximum: 200,
+    });
+    const upload = document.paths['/api/v1/storage/video'].post.requestBody.content['multipart/form-data'];
+    expect(upload.schema.required).toEqual(['file']);
+
+    expect(document.components.schemas.ErrorResponse).toEqual({
+      type: 'object',
+      properties: { error: { type: 'string' }, message: { type: 'string' }, code: { type: 'number' } },
+      required: ['error', 'message', 'code'],
+      additionalProperties: false,
+    });
+    // Examples come from the seed's demo data.
+    const profile = document.paths['/api/v1/users/{user_id}'].put;
+    expect(profile.requestBody.content['application/json'].example.firstName).toBe('Anna');
+    expect(profile.parameters[0].example).toBe('5eedc11e-0000-4000-8000-000000000001');
+  });
+});
+
+describe('GET /docs', () => {
+  it('renders the document with Swagger UI served by the service itself (no CDN)', async () => {
+    const page = await fetch(`${t.baseUrl}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.every((a) => a.startsWith('/docs/'))).toBe(true);
+    for (const asset of assets) {
+      const res = await fetch(t.baseUrl + asset);
+      expect({ asset, status: res.status }).toEqual({ asset, status: 200 });
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(100);
+    }
+    const init = await (await fetch(`${t.baseUrl}/docs/docs.js`)).text();
+    expect(init).toContain("url: '/openapi.json'");
+    expect((await t.request('GET', '/docs/nothing.js')).status).toBe(404);
+  });
+});
+
+describe('the answer check of every API test', () => {
+  it('refuses an answer the document does not describe', async () => {
+    const { answerChecker } = await import('../support/openapiCheck');
+    const check = answerChecker(document);
+    expect(() => check('GET', '/api/v1/service/x', 200, 'application/json', { id: 1 })).toThrow(
+      /does not match/,
+    );
+    expect(() => check('GET', '/api/v1/sessions', 418, 'application/json', {})).toThrow(/lists no 418/);
+    expect(() =>
+      check('GET', '/api/v1/sessions', 401, 'application/json', {
+        error: 'unauthorized',
+        message: 'x',
+        code: 401,
+      }),
+    ).not.toThrow();
+  });
+});
