@@ -6,10 +6,16 @@ import { requireRole } from '../src/http/auth';
 import { decode, paging } from '../src/http/validation';
 import { measureLag } from '../src/metrics';
 import { toServiceOut } from '../src/resources/service';
+import { DELIVERY_COLUMNS, deliveryOut, type DeliveryRow } from '../src/readModels/emailDeliveries';
 
 /** `status` filter of the admin service list (default: the ones waiting for review). */
 export const AdminServicesQuery = t.partial({
   status: t.keyof({ review: null, approved: null, rejected: null }),
+});
+
+/** `status` filter of the e-mail deliveries list (default: all). */
+export const EmailDeliveriesQuery = t.partial({
+  status: t.keyof({ sending: null, sent: null, deferred: null, failed: null }),
 });
 
 /** Reads for the operators' page (GET /admin/notifications in a browser): services and projections. */
@@ -37,6 +43,18 @@ export function adminQueries(deps: AppDeps): Router {
       coachId: r.coach_id,
       createdAt: new Date(r.created_at).toISOString(),
     }));
+  });
+
+  // E-mail deliveries, latest change first: state (sending, sent, deferred, failed), attempts, last error.
+  router.get('/api/v1/admin/emails', admin, async (ctx) => {
+    const { limit, offset } = paging(ctx.query);
+    const { status } = decode(EmailDeliveriesQuery, { status: ctx.query.status }, 'query');
+    const rows = await deps.db.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM email_deliveries WHERE ($1::text IS NULL OR status = $1)
+       ORDER BY updated_at DESC, stream LIMIT $2 OFFSET $3`,
+      [status ?? null, limit, offset],
+    );
+    ctx.body = rows.rows.map(deliveryOut);
   });
 
   // Every projection of this instance: state, checkpoint and lag behind the log's head.

@@ -26,7 +26,7 @@ export async function listProfileMedia(
   }));
 }
 
-const KindQuery = t.partial({ kind: t.keyof({ image: null, certificate: null }) });
+export const KindQuery = t.partial({ kind: t.keyof({ image: null, certificate: null }) });
 
 export function profileMediaQueries(deps: AppDeps): Router {
   const router = new Router();

@@ -94,7 +94,7 @@ export async function deliveriesOfNotification(
   return withLog(db, rows.rows);
 }
 
-const Filter = t.partial({
+export const WebhookFilter = t.partial({
   user: Uuid,
   status: t.keyof({ pending: null, sending: null, delivered: null, failed: null }),
 });
@@ -104,7 +104,7 @@ export function webhookQueries(deps: AppDeps): Router {
   // Added: the webhook delivery log (admin), newest first; filters `user` and `status`.
   router.get('/manage/admin/webhook-deliveries', requireRole('admin'), async (ctx) => {
     const { limit, offset } = paging(ctx.query);
-    const f = decode(Filter, { user: ctx.query.user, status: ctx.query.status }, 'query');
+    const f = decode(WebhookFilter, { user: ctx.query.user, status: ctx.query.status }, 'query');
     const params: unknown[] = [limit, offset];
     const where: string[] = [];
     if (f.user) where.push(`user_id = $${params.push(f.user.toLowerCase())}`);

@@ -23,6 +23,7 @@ import { notificationQueries } from '../queries/notifications';
 import { emailCommands } from '../commands/email/routes';
 import { webhookQueries } from '../queries/webhooks';
 import { adminQueries } from '../queries/admin';
+import { deliveryCommands } from '../commands/delivery/routes';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
@@ -51,4 +52,5 @@ export const routers = (deps: AppDeps): Router[] => [
   emailCommands(deps),
   webhookQueries(deps),
   adminQueries(deps),
+  deliveryCommands(deps),
 ];

@@ -1,7 +1,7 @@
 import * as t from 'io-ts';
 import type { AddressOut } from './address';
 import type { PublicCoachProfileOut } from './coachProfile';
-import type { FileBase } from './fileBase';
+import type { FileBase, ProfileMediaOut } from './fileBase';
 import type { NotificationOut } from './notification';
 import type { PaymentOut } from './payment';
 import type { ReviewOut } from './review';
@@ -9,6 +9,8 @@ import type { ServiceOut } from './service';
 import type { SessionOut } from './session';
 import type { UserOut } from './user';
 import type { UserProfileOut } from './userProfile';
+import type { WebhookDeliveryOut } from '../../queries/webhooks';
+import type { EmailDeliveryOut } from '../readModels/emailDeliveries';
 
 /**
  * io-ts codecs of the API's answers: what /openapi.json documents (src/http/openapi) and what the API tests
@@ -55,6 +57,13 @@ export const FileBaseCodec = closed('FileBase', {
   thumb: s,
   filesize: n,
   status: s,
+});
+
+/** A profile image or certificate: a FileBase with its kind and upload time. */
+export const ProfileMediaOutCodec = closed('ProfileMedia', {
+  ...FileBaseCodec.type.props,
+  kind: t.keyof({ image: null, certificate: null }),
+  createdAt: s,
 });
 
 export const AddressOutCodec = closed('AddressOut', {
@@ -267,9 +276,9 @@ export const PublicCoachProfileOutCodec = closed('PublicCoachProfileOut', {
   rating: nullable(n),
   serviceTypes: t.array(s),
   services: t.array(ServiceOutCodec),
-  images: t.array(t.unknown),
+  images: t.array(FileBaseCodec),
   videos: t.array(FileBaseCodec),
-  certificates: t.array(t.unknown),
+  certificates: t.array(FileBaseCodec),
   distance: nullable(n),
   experience: n,
   price: nullable(n),
@@ -357,12 +366,16 @@ export const DeliveredNotificationCodec = closed('DeliveredNotification', {
   deliveredAt: nullable(s),
 });
 
-export const ChannelCodec = closed('NotificationChannel', {
-  id: s,
-  type: t.keyof({ email: null, push: null, webhook: null }),
-  address: s,
-  createdAt: s,
-});
+export const ChannelCodec = closedWith(
+  'NotificationChannel',
+  {
+    id: s,
+    type: t.keyof({ email: null, push: null, webhook: null }),
+    address: s,
+    createdAt: s,
+  },
+  { secret: s },
+);
 
 export const MailCheckCodec = closedWith(
   'MailProviderCheck',
@@ -378,6 +391,32 @@ export const EmailQueuedCodec = closed('EmailQueued', {
 });
 
 export const VideoDeletedCodec = closed('VideoDeleted', { id: s, status: t.literal('deleted') });
+export const MediaDeletedCodec = closed('MediaDeleted', { id: s, status: t.literal('deleted') });
+
+/** One webhook delivery of a notification to a channel, with every attempt. */
+export const WebhookDeliveryCodec = closed('WebhookDelivery', {
+  id: s,
+  notificationId: s,
+  channelId: s,
+  userId: s,
+  url: s,
+  status: s,
+  attempts: n,
+  lastStatusCode: nullable(n),
+  lastError: nullable(s),
+  nextAttemptAt: nullable(s),
+  deliveredAt: nullable(s),
+  createdAt: s,
+  log: t.array(
+    closed('WebhookAttempt', {
+      attempt: n,
+      at: s,
+      statusCode: nullable(n),
+      error: nullable(s),
+      durationMs: n,
+    }),
+  ),
+});
 
 /** Admin list of services (the review queue): the Service with its coach and creation time. */
 export const AdminServiceCodec = closed('AdminService', {
@@ -399,14 +438,40 @@ export const ProjectionLagCodec = closedWith(
   { error: s },
 );
 
+/** 30. One notification for an admin, with its webhook deliveries. */
+export const AdminNotificationDetailCodec = closed('AdminNotificationDetail', {
+  ...AdminNotificationCodec.type.props,
+  webhookDeliveries: t.array(WebhookDeliveryCodec),
+});
+
+/** An e-mail delivery (the ledger's read model): its state, attempts and last error. */
+export const EmailDeliveryCodec = closed('EmailDelivery', {
+  id: s,
+  recipient: s,
+  to: s,
+  subject: s,
+  template: s,
+  status: t.keyof({ sending: null, sent: null, deferred: null, failed: null }),
+  attempts: n,
+  messageId: s,
+  error: nullable(s),
+  nextAttemptAt: nullable(s),
+  createdAt: s,
+  sentAt: nullable(s),
+  updatedAt: s,
+});
+
 /** The codecs that become named schemas under components/schemas. */
 export const NAMED_ANSWER_CODECS: Record<string, t.Mixed> = {
   Service: ServiceOutCodec,
   FileBase: FileBaseCodec,
+  ProfileMedia: ProfileMediaOutCodec,
   AddressOut: AddressOutCodec,
   Notification: NotificationOutCodec,
   AdminNotification: AdminNotificationCodec,
+  WebhookDelivery: WebhookDeliveryCodec,
   Payment: PaymentOutCodec,
+  EmailDelivery: EmailDeliveryCodec,
   PaymentDetail: PaymentDetailCodec,
   Review: ReviewOutCodec,
   Session: SessionOutCodec,
@@ -420,6 +485,9 @@ type Fits<_Codec, _Shape extends _Codec> = true;
 export type AnswerCodecsFitTheResources = [
   Fits<t.TypeOf<typeof ServiceOutCodec>, ServiceOut>,
   Fits<t.TypeOf<typeof FileBaseCodec>, FileBase>,
+  Fits<t.TypeOf<typeof ProfileMediaOutCodec>, ProfileMediaOut>,
+  Fits<t.TypeOf<typeof WebhookDeliveryCodec>, WebhookDeliveryOut>,
+  Fits<t.TypeOf<typeof EmailDeliveryCodec>, EmailDeliveryOut>,
   Fits<t.TypeOf<typeof AddressOutCodec>, AddressOut>,
   Fits<t.TypeOf<typeof NotificationOutCodec>, NotificationOut>,
   Fits<t.TypeOf<typeof PaymentOutCodec>, PaymentOut>,

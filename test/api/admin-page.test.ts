@@ -145,14 +145,60 @@ suite(title, () => {
       path: path.join(os.tmpdir(), 'coaching-admin', 'admin-page.png'),
       fullPage: true,
     });
-    if (process.env.SCREENSHOT_DOCS === '1')
-      await page.screenshot({ path: path.join(__dirname, '../../docs/admin-page.png'), fullPage: true });
-
     before = await stamp();
     await page.click(`${row} button.approve`);
     await reloaded(before);
     expect(await page.$(row)).toBeNull();
     const service = await t.request('GET', `/api/v1/service/${id}`, { token: m.admin() });
     expect(service.body.status).toBe('approved');
+  });
+
+  it('shows e-mail deliveries with their state and error, and retries a failed one until it is sent', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    smtp.rejectNext(2, 550); // the booking's e-mails to client and coach are refused for good
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const failed = await eventually(
+      async () =>
+        (await t.request('GET', '/api/v1/admin/emails?status=failed', { token: m.admin() })).body as any[],
+      (list) => list.length >= 2,
+      8000,
+    );
+    const target = failed[0];
+    expect(target.error).toMatch(/550/);
+
+    let before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    const row = `#deliveries tr[data-delivery="${target.id}"]`;
+    expect(await page.getAttribute(row, 'data-state')).toBe('failed');
+    expect(await page.textContent(`${row} .error`)).toContain('550');
+
+    before = await stamp();
+    await page.click(`${row} button.retry`);
+    await reloaded(before);
+    expect(await page.getAttribute(row, 'data-state')).toBe('sent');
+    expect(await page.$(`${row} button.retry`)).toBeNull();
+    const after = (await t.request('GET', '/api/v1/admin/emails', { token: m.admin() })).body as any[];
+    expect(after.find((d) => d.id === target.id)).toMatchObject({ status: 'sent', error: null });
+    expect(smtp.received.some((r) => r.to.includes(target.to))).toBe(true);
+
+    if (process.env.SCREENSHOT_DOCS === '1') {
+      // The picture in the README: a service in the review queue, no filter.
+      await t.request('POST', '/api/v1/coach/services', {
+        token: coach.token,
+        body: { name: 'Beach volleyball', price: 35, priceCurrency: 'EUR', sessionMinutesDuration: 90 },
+      });
+      await page.fill('#filter input[name=user]', '');
+      before = await stamp();
+      await page.click('#refresh');
+      await reloaded(before);
+      await page.screenshot({ path: path.join(__dirname, '../../docs/admin-page.png'), fullPage: true });
+    }
   });
 });

@@ -324,6 +324,7 @@ beforeAll(async () => {
     'POST /api/v1/notification/channel/mailprovider-init': { body: 'none' },
     'GET /api/v1/notifications': { query: { ...PAGING, unread: ['yes', '1', ''] } },
     'GET /api/v1/admin/services': { query: { ...PAGING, status: ['x', 'REVIEW', ''] } },
+    'GET /api/v1/admin/emails': { query: { ...PAGING, status: ['x', 'SENT', ''] } },
     'GET /manage/admin/notifications': {
       query: { ...PAGING, user: ['x', '%00'], type: ['', 'x'.repeat(101)] },
     },

@@ -7,11 +7,13 @@ import { ChannelBody, MarkReadBody, NotificationEventBody } from '../../../comma
 import { PaymentUpdateBody } from '../../../commands/payments/codecs';
 import { CreateServiceBody, RejectServiceBody, UpdateServiceBody } from '../../../commands/services/codecs';
 import { UpsertUserProfileBody } from '../../../commands/users/codecs';
-import { NoFields } from '../../../commands/users/media';
+import { MediaFields } from '../../../commands/users/media';
 import { ReorderBody, VideoFields } from '../../../commands/videos/routes';
-import { AdminServicesQuery } from '../../../queries/admin';
+import { AdminServicesQuery, EmailDeliveriesQuery } from '../../../queries/admin';
 import { RangeQuery } from '../../../queries/availability';
 import { AdminFilter, UnreadFilter } from '../../../queries/notifications';
+import { KindQuery } from '../../../queries/profileMedia';
+import { WebhookFilter } from '../../../queries/webhooks';
 import { AuditQuery } from '../../../queries/paymentAudit';
 import * as A from '../../resources/codecs';
 import { IsoInstant, Paging } from '../validation';
@@ -151,15 +153,26 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'POST /api/v1/storage/profile/media': {
     endpoint: 14,
     tag: 'Users',
-    summary: "Upload the caller's profile picture or video",
+    summary: "Upload the caller's profile picture or video (`kind` media), or a profile image or certificate",
     multipart: {
-      fields: NoFields,
+      fields: MediaFields,
       files: [
-        { name: 'file', accept: 'image/*, video/*', required: true },
+        { name: 'file', accept: 'image/*, video/*, application/pdf', required: true },
         { name: 'preview', accept: 'image/*' },
       ],
     },
     answer: A.UserProfileOutCodec,
+  },
+  'GET /api/v1/storage/profile/media': {
+    tag: 'Users',
+    summary: "The caller's profile images and certificates (`kind` filters), in upload order",
+    query: KindQuery,
+    answer: list(A.ProfileMediaOutCodec),
+  },
+  'DELETE /api/v1/storage/profile/media/:media_id': {
+    tag: 'Users',
+    summary: "Remove one of the caller's profile images or certificates",
+    answer: A.MediaDeletedCodec,
   },
   'PUT /api/v1/users/:user_id': {
     tag: 'Users',
@@ -367,8 +380,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /manage/admin/notifications/:notification_id': {
     endpoint: 30,
     tag: 'Admin',
-    summary: 'One notification',
-    answer: A.AdminNotificationCodec,
+    summary: 'One notification, with its webhook deliveries',
+    answer: A.AdminNotificationDetailCodec,
   },
   'GET /admin/notifications': {
     endpoint: 31,
@@ -380,11 +393,28 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     answer: A.NotificationCountsCodec,
     alsoHtml: true,
   },
+  'GET /manage/admin/webhook-deliveries': {
+    tag: 'Admin',
+    summary: 'The webhook delivery log, newest first; filters `user` and `status`',
+    query: t.intersection([Paging, WebhookFilter]),
+    answer: list(A.WebhookDeliveryCodec),
+  },
   'GET /api/v1/admin/services': {
     tag: 'Admin',
     summary: 'Services by status (default `review`: the queue waiting for approval), oldest first',
     query: t.intersection([Paging, AdminServicesQuery]),
     answer: list(A.AdminServiceCodec),
+  },
+  'GET /api/v1/admin/emails': {
+    tag: 'Admin',
+    summary: 'E-mail deliveries, latest change first: state, attempts, last error',
+    query: t.intersection([Paging, EmailDeliveriesQuery]),
+    answer: list(A.EmailDeliveryCodec),
+  },
+  'POST /api/v1/admin/emails/:delivery_id/retry': {
+    tag: 'Admin',
+    summary: 'Retry a failed e-mail now (same Message-ID); answers the delivery afterwards',
+    answer: A.EmailDeliveryCodec,
   },
   'GET /api/v1/admin/projections': {
     tag: 'Admin',
