@@ -315,6 +315,7 @@ export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
   fromDate: s,
   toDate: s,
   minutesDuration: n,
+  minutesTravel: n,
   groupSession: b,
   slots: t.array(FreeSlot),
 });
@@ -325,6 +326,7 @@ export const CoachAvailabilityCodec = closed('CoachAvailability', {
   timezone: s,
   fromDate: s,
   toDate: s,
+  minutesTravel: n,
   services: t.array(closed('ServiceSlots', { service: ServiceOutCodec, slots: t.array(FreeSlot) })),
 });
 

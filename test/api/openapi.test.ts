@@ -71,7 +71,14 @@ describe('GET /openapi.json', () => {
     const availability = document.paths['/api/v1/service/{service_id}/availability'].get;
     expect(availability.security).toEqual([{}, { bearerAuth: [] }]); // public, a token is optional
     const query = availability.parameters.filter((p: any) => p.in === 'query');
-    expect(query.map((p: any) => p.name)).toEqual(['from_date', 'to_date', 'address_id', 'user']);
+    expect(query.map((p: any) => p.name)).toEqual([
+      'from_date',
+      'to_date',
+      'address_id',
+      'user',
+      'lat',
+      'lng',
+    ]);
     expect(query[0].schema).toEqual({ type: 'string', format: 'date' });
 
     const list = document.paths['/manage/admin/notifications'].get;

@@ -52,14 +52,18 @@ export function answerChecker(document: Record<string, any>): AnswerCheck {
     } else {
       const op = route.ops[method.toLowerCase()]!;
       const response = op.responses[String(status)];
-      if (!response) throw new Error(`${what}: /openapi.json lists no ${status} for ${method} ${route.path}`);
+      if (!response)
+        throw new Error(
+          `${what}: /openapi.json lists no ${status} for ${method} ${route.path} (src/http/openapi/document.ts)`,
+        );
       schema = response.content?.['application/json']?.schema;
       if (!schema) throw new Error(`${what} with JSON: /openapi.json has no JSON answer for ${status}`);
     }
     const validate = validator(schema);
     if (!validate(body))
       throw new Error(
-        `${what}; the body does not match /openapi.json: ${ajv.errorsText(validate.errors, { separator: '; ' })}\n` +
+        `${what}; the body does not match /openapi.json: ${ajv.errorsText(validate.errors, { separator: '; ' })}` +
+          ' (answer codecs: src/resources/codecs.ts; route table: src/http/openapi/routes.ts)\n' +
           JSON.stringify(body).slice(0, 2000),
       );
   };
