@@ -20,6 +20,7 @@ import {
   type Position,
   type RecordedEvent,
   START,
+  EventStoreUnavailableError,
   WrongExpectedRevisionError,
   assertNotEmpty,
   comparePositions,
@@ -34,6 +35,33 @@ export class SubscriptionEndedError extends Error {
     this.name = 'SubscriptionEndedError';
   }
 }
+
+/** The client's error types that say "the cluster did not answer", not "the request is wrong". */
+const UNAVAILABLE_TYPES = ['unavailable', 'deadline-exceeded', 'not-leader', 'cancelled', 'timeout'];
+/** GRPC status codes the client sometimes hands over raw (a failed connect before any command runs). */
+const RAW_GRPC: Record<number, string> = { 1: 'cancelled', 4: 'deadline-exceeded', 14: 'unavailable' };
+/** What kind of failure: the client's `type`, or the kind a raw gRPC error's status code stands for. */
+const typeOf = (err: unknown): string | undefined => {
+  const e = err as { type?: unknown; code?: unknown; details?: unknown };
+  if (typeof e?.type === 'string') return e.type;
+  if (typeof e?.code === 'number' && typeof e.details === 'string') return RAW_GRPC[e.code];
+  return undefined;
+};
+/** The port's error for "the cluster did not answer"; anything else as it came. */
+const toPortError = (err: unknown) => {
+  const type = typeOf(err);
+  return type && UNAVAILABLE_TYPES.includes(type) ? new EventStoreUnavailableError(err) : err;
+};
+
+/**
+ * Waits before each new attempt of a call that met a node down or restarting: the client only reconnects
+ * on the call after a failed one. A write cut off mid-way is safe to repeat: it keeps its event ids and
+ * expected revision, and the server answers a write it already has as done. Deadlines are not retried (the
+ * caller has waited long enough already).
+ */
+const RETRIED_TYPES = ['unavailable', 'not-leader', 'cancelled'];
+const RETRY_DELAYS_MS = [50, 200, 500, 1000];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Events read backwards per page while looking for the last non-system event. */
 const HEAD_PAGE = 50;
@@ -56,6 +84,22 @@ export function createEsdbEventStore(connectionString: string): EventStore {
       metadata: (e.metadata ?? {}) as RecordedEvent['metadata'],
       createdAt: e.created,
     };
+  };
+
+  /** Runs a call, again after a short wait while the node is unreachable; what still fails is typed. */
+  const retrying = async <T>(op: () => Promise<T>): Promise<T> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await op();
+      } catch (err) {
+        const type = typeOf(err);
+        if (type && RETRIED_TYPES.includes(type) && attempt < RETRY_DELAYS_MS.length) {
+          await sleep(RETRY_DELAYS_MS[attempt]!);
+          continue;
+        }
+        throw toPortError(err);
+      }
+    }
   };
 
   const esdbExpected = (x: ExpectedRevision) => (x === 'any' ? ANY : x === 'no_stream' ? NO_STREAM : x);
@@ -101,22 +145,24 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     }
   };
 
+  const readAllRetrying = (from: Position, limit?: number) => retrying(() => readAll(from, limit));
+
   return {
     kind: 'esdb',
     async append(streamName, events, { expectedRevision = 'any' } = {}) {
       assertNotEmpty(streamName, events);
+      // Ids fixed once: a retried write the server already has is recognised by them and not written twice.
+      const proposed = events.map((e) =>
+        jsonEvent({
+          id: e.id ?? randomUUID(),
+          type: e.type,
+          data: e.data as Record<string, unknown>,
+          metadata: (e.metadata ?? {}) as Record<string, unknown>,
+        }),
+      );
       try {
-        const res = await client.appendToStream(
-          streamName,
-          events.map((e) =>
-            jsonEvent({
-              id: e.id ?? randomUUID(),
-              type: e.type,
-              data: e.data as Record<string, unknown>,
-              metadata: (e.metadata ?? {}) as Record<string, unknown>,
-            }),
-          ),
-          { expectedRevision: esdbExpected(expectedRevision) },
+        const res = await retrying(() =>
+          client.appendToStream(streamName, proposed, { expectedRevision: esdbExpected(expectedRevision) }),
         );
         const pos = res.position ?? { commit: -1n, prepare: -1n };
         return {
@@ -135,28 +181,29 @@ export function createEsdbEventStore(connectionString: string): EventStore {
         throw err;
       }
     },
-    async readStream(streamName) {
-      const events: RecordedEvent[] = [];
-      // The revision is the stream's, from its last event whatever it is: an event this adapter does not
-      // hand out (binary, `$`-typed, written by another tool) still moves the revision an append must name.
-      let revision: bigint | 'no_stream' = 'no_stream';
-      try {
-        await consume(
-          client.readStream(streamName, { direction: FORWARDS, fromRevision: ESDB_START }),
-          (resolved) => {
-            if (resolved.event) revision = resolved.event.revision;
-            const r = toRecorded(resolved);
-            if (r) events.push(r);
-            return true;
-          },
-        );
-      } catch (err) {
-        if (err instanceof StreamNotFoundError) return { events: [], revision: 'no_stream' };
-        throw err;
-      }
-      return { events, revision };
-    },
-    readAll,
+    readStream: (streamName) =>
+      retrying(async () => {
+        const events: RecordedEvent[] = [];
+        // The revision is the stream's, from its last event whatever it is: an event this adapter does not
+        // hand out (binary, `$`-typed, written by another tool) still moves the revision an append names.
+        let revision: bigint | 'no_stream' = 'no_stream';
+        try {
+          await consume(
+            client.readStream(streamName, { direction: FORWARDS, fromRevision: ESDB_START }),
+            (resolved) => {
+              if (resolved.event) revision = resolved.event.revision;
+              const r = toRecorded(resolved);
+              if (r) events.push(r);
+              return true;
+            },
+          );
+        } catch (err) {
+          if (err instanceof StreamNotFoundError) return { events: [], revision: 'no_stream' as const };
+          throw err;
+        }
+        return { events, revision };
+      }),
+    readAll: readAllRetrying,
     subscribe({ from, handler, onError, batchSize = 200 }) {
       const sub = client.subscribeToAll({ fromPosition: fromPosition(from), filter: excludeSystemEvents() });
       let stopped = false;
@@ -177,7 +224,7 @@ export function createEsdbEventStore(connectionString: string): EventStore {
           // A subscription has no end: the server ended it (shedding subscribers, shutting down).
           if (!stopped) throw new SubscriptionEndedError();
         } catch (err) {
-          if (!stopped) onError?.(err);
+          if (!stopped) onError?.(toPortError(err));
         } finally {
           stopped = true;
           await sub.unsubscribe().catch(() => undefined);
@@ -192,32 +239,36 @@ export function createEsdbEventStore(connectionString: string): EventStore {
       };
     },
     /** The last event subscribers see: system events after it (the server writes them any time) are skipped. */
-    async headPosition() {
-      let head: Position = START;
-      let cursor: Position | typeof END = END;
-      for (;;) {
-        let seen = 0;
-        let last: Position | null = null;
-        await consume(
-          client.readAll({ fromPosition: cursor, direction: BACKWARDS, maxCount: HEAD_PAGE }),
-          (resolved) => {
-            seen++;
-            const pos = resolved.event?.position;
-            if (pos) last = { commit: pos.commit, prepare: pos.prepare };
-            if (!toRecorded(resolved)) return true;
-            head = last!;
-            return false;
-          },
-        );
-        if (head !== START || seen < HEAD_PAGE || !last) return head;
-        cursor = last;
-      }
-    },
+    headPosition: () =>
+      retrying(async () => {
+        let head: Position = START;
+        let cursor: Position | typeof END = END;
+        for (;;) {
+          let seen = 0;
+          let last: Position | null = null;
+          await consume(
+            client.readAll({ fromPosition: cursor, direction: BACKWARDS, maxCount: HEAD_PAGE }),
+            (resolved) => {
+              seen++;
+              const pos = resolved.event?.position;
+              if (pos) last = { commit: pos.commit, prepare: pos.prepare };
+              if (!toRecorded(resolved)) return true;
+              head = last!;
+              return false;
+            },
+          );
+          if (head !== START || seen < HEAD_PAGE || !last) return head;
+          cursor = last;
+        }
+      }),
     // No index by id or correlation on the server: a scan of $all (see scan.ts for why).
-    readEvent: async (id) => (await scanLog(readAll, (e) => e.id === id, { first: true }))[0] ?? null,
-    readCorrelated: (id) => scanLog(readAll, (e) => e.metadata.correlationId === id),
+    readEvent: async (id) => (await scanLog(readAllRetrying, (e) => e.id === id, { first: true }))[0] ?? null,
+    readCorrelated: (id) => scanLog(readAllRetrying, (e) => e.metadata.correlationId === id),
+    /** One attempt, no retry: a health probe must answer at once, and say "down" when the node is. */
     async ping() {
-      await consume(client.readAll({ fromPosition: ESDB_START, maxCount: 1 }), () => false);
+      await consume(client.readAll({ fromPosition: ESDB_START, maxCount: 1 }), () => false).catch((err) => {
+        throw toPortError(err);
+      });
     },
     async close() {
       await client.dispose();

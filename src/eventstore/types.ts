@@ -66,6 +66,20 @@ export class WrongExpectedRevisionError extends Error {
 }
 
 /**
+ * The event store did not answer (a node down or restarting, no leader, a deadline passed). Nothing is
+ * known to be wrong with the request: trying again shortly may pass, so HTTP answers 503.
+ */
+export class EventStoreUnavailableError extends Error {
+  readonly transient = true;
+  constructor(cause: unknown) {
+    super(`the event store is not answering (${cause instanceof Error ? cause.message : String(cause)})`, {
+      cause,
+    });
+    this.name = 'EventStoreUnavailableError';
+  }
+}
+
+/**
  * One rule on every adapter: an append of no events is refused before any I/O. Writing nothing is a caller's
  * bug (a decider that decided nothing has nothing to append), and the stores would disagree on what it means.
  */

@@ -1,3 +1,4 @@
+import { EventStoreUnavailableError } from '../eventstore/types';
 import { HttpError, ValidationError } from './errors';
 
 export interface Rendered {
@@ -10,6 +11,15 @@ export interface Rendered {
 /** Turns anything thrown below the error middleware into the documented status and body. */
 export function renderError(err: unknown): Rendered {
   if (err instanceof ValidationError) return { status: 422, body: { detail: err.detail }, expected: true };
+  // Not the caller's fault and not a bug: the event store is away for a moment; the request may be repeated.
+  if (err instanceof EventStoreUnavailableError) {
+    const body = {
+      error: 'service_unavailable',
+      message: 'the event store is not answering; retry shortly',
+      code: 503,
+    };
+    return { status: 503, body, expected: true };
+  }
   if (err instanceof HttpError) {
     return {
       status: err.status,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { EventStoreDBClient, binaryEvent, jsonEvent } from '@eventstore/db-client';
 import { createEsdbEventStore } from '../../src/eventstore/esdb';
-import type { EventStore, RecordedEvent } from '../../src/eventstore/types';
+import { EventStoreUnavailableError, type EventStore, type RecordedEvent } from '../../src/eventstore/types';
 import { isTransient } from '../../projections/runner';
 import { startEsdbDouble, type EsdbDouble } from '../support/esdbDouble';
 
@@ -18,15 +18,20 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     store = createEsdbEventStore(double.url);
   });
   afterEach(async () => {
-    await Promise.race([store.close(), sleep(2000)]);
+    await within(store.close(), 2000);
     await double.close();
   });
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** 'done' when `p` settles within `ms`, else 'hung' (the timer is cleared either way). */
+  const within = async (p: Promise<unknown>, ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    const hung = new Promise<string>((r) => (timer = setTimeout(() => r('hung'), ms)));
+    const result = await Promise.race([p.then(() => 'done'), hung]);
+    clearTimeout(timer);
+    return result;
+  };
   const ev = (type: string, data: unknown = {}) => ({ type, data });
-  /** Resolves 'closed' when close() returns, 'hung' when it is still waiting after `ms`. */
-  const closes = (s: EventStore, ms = 5000) =>
-    Promise.race([s.close().then(() => 'closed'), sleep(ms).then(() => 'hung')]);
 
   it('sends appends through BatchAppend when the server advertises it, through Append when not', async () => {
     await store.append(`s-${randomUUID()}`, [ev('A')]);
@@ -48,7 +53,7 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     for (let i = 0; i < 20; i++) await store.ping();
     for (let i = 0; i < 5; i++) await store.headPosition();
     for (let i = 0; i < 5; i++) expect(await store.readAll({ commit: -1n, prepare: -1n }, 2)).toHaveLength(2);
-    expect(await closes(store)).toBe('closed');
+    expect(await within(store.close(), 5000)).toBe('done');
   });
 
   it('headPosition is the last event a subscriber sees, never a system event after it', async () => {
@@ -131,6 +136,28 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     await store.ping().catch((err: unknown) => expect(isTransient(err)).toBe(true));
     await store.append(s, [ev('After')], { expectedRevision: 0n });
     expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['Before', 'After']);
+  });
+
+  it('an append that meets a restarting node is tried again and lands once', async () => {
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('Before')]);
+    const restarted = double.restart({ downMs: 400 });
+    await store.append(s, [ev('During')], { expectedRevision: 0n });
+    await restarted;
+    expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['Before', 'During']);
+  });
+
+  it('a node that stays down: calls fail with EventStoreUnavailableError (transient), health says down', async () => {
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('A')]);
+    const restarted = double.restart({ downMs: 4000 });
+    const err = await store.append(s, [ev('B')]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventStoreUnavailableError);
+    expect(isTransient(err)).toBe(true);
+    expect(await store.ping().catch((e: unknown) => e)).toBeInstanceOf(EventStoreUnavailableError);
+    await restarted;
+    await store.append(s, [ev('C')]);
+    expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'C']);
   });
 
   it('an append answered past its deadline fails with a transient error and writes nothing', async () => {
