@@ -3,6 +3,7 @@ import { notificationStream } from '../commands/notifications/events';
 import { uuidFrom } from '../commands/notifications/sessionNotices';
 import type { Database } from '../src/db/database';
 import type { EventStore } from '../src/eventstore/types';
+import { toNotificationOut, type NotificationOut } from '../src/resources/notification';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
 
@@ -12,17 +13,8 @@ export interface WebhookPayload {
   id: string;
   type: 'notification.created';
   createdAt: string;
-  data: {
-    notification: {
-      id: string;
-      type: string;
-      contentType: string;
-      contentId: string;
-      message: string;
-      unread: boolean;
-      createdAt: string;
-    };
-  };
+  /** The interface document's Notification, as the user's inbox shows it when created. */
+  data: { notification: NotificationOut };
 }
 
 /**
@@ -57,15 +49,7 @@ export function webhookProcess(deps: {
           type: 'notification.created',
           createdAt: n.createdAt,
           data: {
-            notification: {
-              id: n.notificationId,
-              type: n.type,
-              contentType: n.contentType,
-              contentId: n.contentId,
-              message: n.message,
-              unread: true,
-              createdAt: n.createdAt,
-            },
+            notification: toNotificationOut({ ...n, unread: true }),
           },
         };
         const res = await deps.db.query(
