@@ -10,6 +10,7 @@ import { coachProfileQueries } from '../queries/coachProfile';
 import { paymentCommands } from '../commands/payments/routes';
 import { paymentQueries } from '../queries/payments';
 import { paymentAuditQueries } from '../queries/paymentAudit';
+import { auditQueries } from '../queries/audit';
 import { calendarCommands } from '../commands/calendar/routes';
 import { bookingCommands } from '../commands/booking/routes';
 import { availabilityQueries } from '../queries/availability';
@@ -43,6 +44,7 @@ export const routers = (deps: AppDeps): Router[] => [
   paymentCommands(deps),
   paymentQueries(deps),
   paymentAuditQueries(deps),
+  auditQueries(deps),
   videoCommands(deps),
   videoQueries(deps),
   profileMediaCommands(deps),

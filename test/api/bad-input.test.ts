@@ -260,6 +260,11 @@ beforeAll(async () => {
     'GET /api/v1/session/:session_id': { caller: () => client.token },
     'GET /api/v1/sessions': { query: PAGING },
     'GET /api/v1/audit/sessions/:session_id/events': { query: AT },
+    'GET /api/v1/audit/streams/:stream': { query: { ...AT, revision: ['x', '-1', '1.5', '%00'] } },
+    'GET /api/v1/audit/events': {
+      query: { from: AT.at, to: AT.at, after: ['x', '-1', '1/2/3', '%00'], stream_prefix: ['a'.repeat(300)] },
+    },
+    'GET /api/v1/audit/events/:event_id/chain': {},
     'GET /api/v1/service/:service_id/availability': { query: RANGE },
     'GET /api/v1/coach/:coach_id/availability': { query: RANGE },
     'POST /api/v1/nav/addreses': {

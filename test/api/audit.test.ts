@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import { eventually, marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+let auditor: string;
+let w: {
+  coach: { id: string; token: string };
+  client: { id: string; token: string };
+  serviceId: string;
+  session: { id: string; groupId: string; paymentId: string };
+};
+const settled = async () =>
+  expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 10_000)).toBe(true);
+const audit = (path: string, token = auditor) => t.request('GET', path, { token });
+
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => new Date('2026-12-01T08:00:00Z') });
+  m = marketplace(t);
+  auditor = t.token(randomUUID(), ['auditor']);
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach);
+  const client = await m.client();
+  await t.request('POST', '/api/v1/nav/addreses', {
+    token: client.token,
+    body: { lat: 52.5, lng: 13.4, name: 'Home', address: 'Alexanderplatz 1', isDefault: true },
+  });
+  const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: ['2026-12-02T10:00:00'] },
+  });
+  expect(booked.status).toBe(200);
+  w = { coach, client, serviceId, session: booked.body[0] };
+  await settled();
+}, 60_000);
+afterAll(() => t.close());
+
+describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
+  it('folds every stream kind of the workload with its own evolve, as JSON', async () => {
+    const { coach, client, serviceId, session } = w;
+    const streams = [
+      `service-${serviceId}`,
+      `calendar-${coach.id}`,
+      `booking-${session.groupId}`,
+      `bookings-of-${client.id}`,
+      `payment-${session.paymentId}`,
+      `profile-${client.id}`,
+      `addresses-${client.id}`,
+      `notifications-${coach.id}`,
+    ];
+    for (const stream of streams) {
+      const res = await audit(`/api/v1/audit/streams/${stream}`);
+      expect([stream, res.status]).toEqual([stream, 200]);
+      expect(res.body.clock).toBe('recorded');
+      expect(res.body.events.length).toBeGreaterThan(0);
+      expect(res.body.revision).toBe(res.body.currentRevision);
+      expect(res.body.state).not.toBeNull();
+    }
+    const pay = await audit(`/api/v1/audit/streams/payment-${session.paymentId}`);
+    expect(pay.body.kind).toBe('payment');
+    expect(pay.body.state.payment).toMatchObject({ id: session.paymentId, status: 'awaiting' });
+    // Map-valued state (the booking's sessions) comes out as an object keyed by id.
+    const bookingState = (await audit(`/api/v1/audit/streams/booking-${session.groupId}`)).body.state;
+    expect(bookingState.sessions[session.id]).toMatchObject({ state: 'new' });
+  });
+
+  it('answers the state as of a revision and as of an instant, matching what the API said then', async () => {
+    const { coach, session } = w;
+    const before = await t.request('GET', `/api/v1/session/${session.id}`, { token: coach.token });
+    expect(before.body.state).toBe('new');
+    const between = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    const stream = `/api/v1/audit/streams/booking-${session.groupId}`;
+    const now = await audit(stream);
+    expect(now.body.state.sessions[session.id].state).toBe('approved');
+    const then = await audit(`${stream}?at=${encodeURIComponent(between)}`);
+    expect(then.body.at).toBe(between);
+    expect(then.body.state.sessions[session.id].state).toBe(before.body.state);
+    expect(then.body.events.every((e: { recordedAt: string }) => e.recordedAt <= between)).toBe(true);
+    const rev0 = await audit(`${stream}?revision=0`);
+    expect([rev0.body.revision, rev0.body.events.length]).toEqual([0, 1]);
+    expect(rev0.body.state.sessions[session.id].state).toBe('new');
+    const early = await audit(`${stream}?at=2000-01-01T00:00:00Z`);
+    expect([early.status, early.body.events, early.body.state]).toEqual([200, [], null]);
+  });
+
+  it('is for auditors and admins only, and says what is wrong with a request', async () => {
+    const path = `/api/v1/audit/streams/payment-${w.session.paymentId}`;
+    expect((await t.request('GET', path)).status).toBe(401);
+    expect((await audit(path, w.client.token)).status).toBe(403);
+    expect((await audit(path, t.token(randomUUID(), ['admin']))).status).toBe(200);
+    expect((await audit(`${path}?at=2026-01-01T00:00:00Z&revision=1`)).status).toBe(422);
+    expect((await audit(`/api/v1/audit/streams/payment-${randomUUID()}`)).body.error).toBe(
+      'stream_not_found',
+    );
+    expect((await audit(`/api/v1/audit/streams/nothing-${randomUUID()}`)).status).toBe(404);
+  });
+});
+
+describe('correlation chain: GET /api/v1/audit/events/{event_id}/chain', () => {
+  it('shows that a payment cancel canceled the sessions and freed the slots, and the way back', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 2 });
+    const client = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T10:00:00', '2026-12-03T12:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const paymentId = booked.body[0].paymentId;
+    const cancel = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/cancel`, {
+      token: m.service(),
+    });
+    expect(cancel.status).toBe(200);
+    const released = await eventually(
+      async () => (await t.system.deps.store.readStream(`calendar-${coach.id}`)).events,
+      (es) => es.filter((e) => e.type === 'SlotsReleased').length >= 2,
+    );
+    const { events } = await t.system.deps.store.readStream(`payment-${paymentId}`);
+    const canceled = events.find((e) => e.type === 'PaymentStatusChanged')!;
+    const chain = await audit(`/api/v1/audit/events/${canceled.id}/chain`);
+    expect(chain.status).toBe(200);
+    expect(chain.body.event.eventId).toBe(canceled.id);
+    const effects = chain.body.effects as {
+      type: string;
+      stream: string;
+      metadata: { causationId: string };
+    }[];
+    expect(effects.filter((e) => e.type === 'SessionCanceled')).toHaveLength(2);
+    expect(
+      effects
+        .filter((e) => e.type === 'SessionCanceled')
+        .every((e) => e.metadata.causationId === canceled.id),
+    ).toBe(true);
+    expect(effects.filter((e) => e.type === 'SlotsReleased').map((e) => e.stream)).toEqual([
+      `calendar-${coach.id}`,
+      `calendar-${coach.id}`,
+    ]);
+    // From a freed slot back to the payment cancel that caused it.
+    const slot = released.find((e) => e.type === 'SlotsReleased')!;
+    const back = await audit(`/api/v1/audit/events/${slot.id}/chain`);
+    expect(back.body.causes.map((e: { type: string }) => e.type)).toEqual([
+      'PaymentStatusChanged',
+      'SessionCanceled',
+    ]);
+    expect(back.body.causes[0].eventId).toBe(canceled.id);
+
+    expect((await audit(`/api/v1/audit/events/${randomUUID()}/chain`)).body.error).toBe('event_not_found');
+    expect((await audit(`/api/v1/audit/events/${canceled.id}/chain`, client.token)).status).toBe(403);
+  });
+});
+
+describe('history export: GET /api/v1/audit/events', () => {
+  const lines = (text: string) =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+
+  it('streams NDJSON in log order, filtered by window, stream prefix and type, resumable after a position', async () => {
+    await settled();
+    const all = await fetch(`${t.baseUrl}/api/v1/audit/events`, {
+      headers: { authorization: `Bearer ${auditor}` },
+    });
+    expect(all.status).toBe(200);
+    expect(all.headers.get('content-type')).toMatch(/application\/x-ndjson/);
+    const events = lines(await all.text());
+    const { store } = t.system.deps;
+    const head = await store.headPosition();
+    const logged = [];
+    for (let from = { commit: -1n, prepare: -1n }; ;) {
+      const page = await store.readAll(from, 1000);
+      if (!page.length) break;
+      logged.push(...page.filter((e) => e.position.commit <= head.commit));
+      from = page[page.length - 1]!.position;
+    }
+    expect(events.map((e) => e.eventId)).toEqual(logged.map((e) => e.id));
+    expect(Object.keys(events[0]).sort()).toEqual(
+      ['data', 'eventId', 'metadata', 'position', 'recordedAt', 'revision', 'stream', 'type'].sort(),
+    );
+    expect(events[0].metadata).toHaveProperty('actor');
+    expect(events[0].metadata).toHaveProperty('correlationId');
+    expect(events[0].metadata).toHaveProperty('causationId');
+
+    const get = async (q: string) =>
+      lines(
+        await (
+          await fetch(`${t.baseUrl}/api/v1/audit/events?${q}`, {
+            headers: { authorization: `Bearer ${auditor}` },
+          })
+        ).text(),
+      );
+    const mid = events[Math.floor(events.length / 2)];
+    const from = events[10].recordedAt;
+    const to = mid.recordedAt;
+    const windowed = await get(`from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`);
+    expect(windowed.map((e) => e.eventId)).toEqual(
+      events.filter((e) => e.recordedAt >= from && e.recordedAt <= to).map((e) => e.eventId),
+    );
+    const payments = await get(`stream_prefix=payment-&type=PaymentStatusChanged,PaymentCreated`);
+    expect(payments.length).toBeGreaterThan(0);
+    expect(payments.map((e) => e.eventId)).toEqual(
+      events
+        .filter(
+          (e) =>
+            e.stream.startsWith('payment-') && ['PaymentStatusChanged', 'PaymentCreated'].includes(e.type),
+        )
+        .map((e) => e.eventId),
+    );
+    const resumed = await get(`after=${mid.position}`);
+    expect(resumed.map((e) => e.eventId)).toEqual(
+      events.slice(events.indexOf(mid) + 1).map((e) => e.eventId),
+    );
+
+    expect((await t.request('GET', '/api/v1/audit/events')).status).toBe(401);
+    expect((await t.request('GET', '/api/v1/audit/events', { token: w.coach.token })).status).toBe(403);
+  });
+});
