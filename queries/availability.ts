@@ -16,6 +16,13 @@ import { notFound, ValidationError } from '../src/http/errors';
 import { Uuid, decode, refine } from '../src/http/validation';
 import { travelMinutes } from '../commands/calendar/travel';
 
+import { optionalPrincipal } from './caller';
+import { describeSchema } from '../src/http/openapi/jsonSchema';
+import { isCoach } from '../src/readModels/users';
+import { toServiceOut, type ServiceOut } from '../src/resources/service';
+import type { ServiceFields, ServiceStatus } from '../commands/services/events';
+import { coachServices } from './services';
+
 /** A coordinate in the query string (text), within bounds. */
 const coordinate = (name: string, bound: number) =>
   refine(
@@ -48,12 +55,6 @@ const LngFromString = describeSchema(
   ),
   { type: 'number', minimum: -180, maximum: 180 },
 );
-import { optionalPrincipal } from './caller';
-import { describeSchema } from '../src/http/openapi/jsonSchema';
-import { isCoach } from '../src/readModels/users';
-import { toServiceOut, type ServiceOut } from '../src/resources/service';
-import type { ServiceFields, ServiceStatus } from '../commands/services/events';
-import { coachServices } from './services';
 
 /** Longest range one availability request may cover, in days. */
 export const MAX_RANGE_DAYS = 62;
