@@ -26,7 +26,9 @@ export function deliveryCommands(deps: AppDeps): Router {
   const router = new Router();
   router.post('/api/v1/admin/emails/:delivery_id/retry', requireRole('admin'), async (ctx) => {
     const { delivery_id: id } = decode(DeliveryIdPath, ctx.params, 'path');
-    if (!(await emailDeliveryById(deps.db, id))) throw notFound('email_delivery_not_found', 'no such e-mail');
+    // Decided on the ledger stream; the read model only shapes the reply.
+    if ((await deps.store.readStream(id)).revision === 'no_stream')
+      throw notFound('email_delivery_not_found', 'no such e-mail');
     const ledger = deliveries({ ...deps, leaseMs: deps.config.mailLeaseMs });
     const metadata = metadataOf(ctx);
     if (!(await ledger.requeue(id, currentPrincipal(ctx).userId)))

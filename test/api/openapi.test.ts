@@ -4,6 +4,43 @@ import { buildOpenApi, openApiPath, routesOf } from '../../src/http/openapi/docu
 import { ROUTE_DOCS } from '../../src/http/openapi/routes';
 import { startTestSystem, type TestSystem } from '../support/system';
 
+/** Section 4 of the interface document, in its order (method and path are the contract). */
+const INTERFACE_ENDPOINTS = [
+  'POST /api/v1/storage/video',
+  'GET /api/v1/storage/videos',
+  'PUT /api/v1/storage/videos/order',
+  'PUT /api/v1/storage/video/{video_id}',
+  'DELETE /api/v1/storage/video/{video_id}',
+  'GET /api/v1/service/{service_id}/availability',
+  'GET /api/v1/service/{service_id}',
+  'POST /api/v1/service/{service_id}',
+  'GET /api/v1/service/{coach_id}/reviews',
+  'GET /api/v1/coach/{coach_id}/services',
+  'GET /api/v1/coach/{coach_id}/availability',
+  'GET /api/v1/coach/client/{client_id}',
+  'GET /api/v1/coach/{coach_id}/profile',
+  'POST /api/v1/storage/profile/media',
+  'POST /api/v1/payment/private/payment/{payment_id}/update',
+  'POST /api/v1/payment/private/payment/{payment_id}/cancel',
+  'POST /api/v1/payment/private/user/{user_id}/update',
+  'POST /api/v1/notification/private/email/{user_id}/verification',
+  'POST /api/v1/notification/private/email/{user_id}/session/{group_id}/booking',
+  'POST /api/v1/notification/private/email/{user_id}/session/{session_id}/approve',
+  'POST /api/v1/notification/private/email/{user_id}/session/{session_id}/cancel',
+  'POST /api/v1/notification/private/email/{user_id}/session/{session_id}/decline',
+  'POST /api/v1/notification/private/email/{user_id}/session/{session_id}/dispute',
+  'GET /api/v1/notifications',
+  'PUT /api/v1/notifications',
+  'POST /api/v1/notification/event',
+  'POST /api/v1/notification/channel',
+  'POST /api/v1/notification/channel/mailprovider-init',
+  'GET /manage/admin/notifications',
+  'GET /manage/admin/notifications/{notification_id}',
+  'GET /admin/notifications',
+  'GET /api/v1/nav/addreses',
+  'POST /api/v1/nav/addreses',
+];
+
 let t: TestSystem;
 let document: any;
 beforeAll(async () => {
@@ -36,12 +73,20 @@ describe('GET /openapi.json', () => {
     expect(served.length).toBeGreaterThanOrEqual(51);
   });
 
-  it('covers the 33 endpoints of the interface document, each once', () => {
+  it('covers the 33 endpoints of the interface document, each once, with their path parameters', () => {
     const numbers = Object.values(ROUTE_DOCS)
       .map((d) => d.endpoint)
       .filter((n): n is number => n !== undefined)
       .sort((a, b) => a - b);
     expect(numbers).toEqual(Array.from({ length: 33 }, (_, i) => i + 1));
+    INTERFACE_ENDPOINTS.forEach((endpoint, i) => {
+      const [method, path] = endpoint.split(' ') as [string, string];
+      const op = document.paths[path]?.[method.toLowerCase()];
+      expect({ endpoint, described: !!op }).toEqual({ endpoint, described: true });
+      expect(op.description).toContain(`Endpoint ${i + 1} of the interface document.`);
+      const params = (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name);
+      expect(params).toEqual([...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]));
+    });
   });
 
   it('has path and query parameters, bodies, roles and error shapes from the code', () => {

@@ -71,6 +71,8 @@ function cycles(): string[][] {
  * A new entry here needs the same kind of reason (see docs/architecture.md, "What decides where").
  */
 const READ_MODEL_FOR_REPLIES_ONLY = [
+  // The admin's e-mail retry decides on the delivery's ledger stream and answers the delivery's row.
+  'commands/delivery/routes.ts -> src/readModels/emailDeliveries.ts',
   // Endpoint 14 answers UserProfileOut, whose sessionCount and totalPayment are read-model totals.
   'commands/users/media.ts -> src/readModels/payments.ts',
   'commands/users/media.ts -> src/readModels/users.ts',

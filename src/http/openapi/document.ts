@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import * as t from 'io-ts';
-import { CLIENTS, COACHES, DEMO_IDS } from '../../cli/seed';
+import { CLIENTS, COACHES, DEMO_IDS } from '../../cli/demoData';
 import { NAMED_ANSWER_CODECS } from '../../resources/codecs';
 import { guardOf, type Role } from '../auth';
 import { takesMultipart } from '../multipart';
