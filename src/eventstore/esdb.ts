@@ -106,20 +106,24 @@ export function createEsdbEventStore(connectionString: string): EventStore {
   const fromPosition = (p: Position) => (comparePositions(p, START) <= 0 ? ESDB_START : p);
 
   /**
-   * Reads one finite read, event by event, until `each` returns false or the read ends. Leaving a
+   * Reads one finite read to its end, handing events to `each` until it returns false. Leaving a
    * `for await` early destroys the client's stream object but not the gRPC call under it, which the client
-   * keeps among the calls `dispose()` waits for, forever: a read that stops early cancels its call.
+   * keeps among the calls `dispose()` waits for, forever (each /healthz probe leaked one, and shutdown
+   * hung). Cancelling the call instead is racy: a call whose answer has already arrived is never finished
+   * then either. So every read here is bounded (`maxCount`) and drained; what is not wanted is skipped.
    */
   const consume = async <E>(
     read: AsyncIterable<E> & { cancel(): Promise<void> },
     each: (resolved: E) => boolean,
   ): Promise<void> => {
-    let early = true;
+    let wanted = true;
+    let drained = false;
     try {
-      for await (const resolved of read) if (!each(resolved)) return;
-      early = false;
+      for await (const resolved of read) if (wanted) wanted = each(resolved);
+      drained = true;
     } finally {
-      if (early) await read.cancel().catch(() => undefined);
+      // Only when `each` threw: the read is abandoned, and cancelling is the best left to do.
+      if (!drained) await read.cancel().catch(() => undefined);
     }
   };
 

@@ -1,0 +1,198 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fork } from 'node:child_process';
+import { status } from '@grpc/grpc-js';
+import { bookingStream } from '../../commands/booking/events';
+import { startEsdbDouble, type EsdbDouble } from '../support/esdbDouble';
+import { eventually, marketplace } from '../support/marketplace';
+import { testDatabase } from '../support/services';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+/**
+ * The whole service on EventStoreDB (the wire-level double) through the faults of a real node: a restart
+ * while bookings run, subscriptions the server ends, and shutdown after many health probes.
+ */
+const now = new Date('2026-12-01T08:00:00Z');
+const DAYS = ['2026-12-02', '2026-12-03', '2026-12-04'];
+const HOURS = ['09', '10', '11', '12', '13', '14', '15', '16'];
+
+describe('service on EventStoreDB through node faults', () => {
+  let double: EsdbDouble;
+  let t: TestSystem;
+  let m: ReturnType<typeof marketplace>;
+  beforeAll(async () => {
+    double = await startEsdbDouble();
+    t = await startTestSystem({ clock: () => now, env: { EVENTSTORE_URL: double.url } });
+    m = marketplace(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await double?.close();
+  });
+
+  const failed = () => t.system.runner.status().filter((p) => p.state === 'failed');
+  /** The read models have every event in the log, /healthz is 200: within `ms` of now. */
+  const recovered = async (ms = 5000) => {
+    const head = await t.system.deps.store.headPosition();
+    expect(await t.system.runner.waitFor(head, ms)).toBe(true);
+    const health = await eventually(
+      () => t.request('GET', '/healthz'),
+      (r) => r.status === 200,
+      ms,
+    );
+    expect(health.status).toBe(200);
+  };
+
+  it('a node restart while bookings run: every 2xx booking is in the log and the read models, nothing fails', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const slots = DAYS.flatMap((d) => HOURS.map((h) => `${d}T${h}:00:00`));
+    const clients = await Promise.all(slots.map(() => m.client()));
+    const results: { status: number; body: any; client: (typeof clients)[number] }[] = [];
+    let next = 0;
+    // Four clients book at a time; the node goes down after the first few bookings and stays down 1.5 s.
+    const worker = async () => {
+      while (next < slots.length) {
+        const i = next++;
+        const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+          token: clients[i]!.token,
+          body: { slots: [slots[i]] },
+        });
+        results.push({ ...res, client: clients[i]! });
+      }
+    };
+    const restart = (async () => {
+      while (results.length < 4) await new Promise((r) => setTimeout(r, 10));
+      await double.restart({ downMs: 1500 });
+    })();
+    await Promise.all([worker(), worker(), worker(), worker(), restart]);
+    expect(double.stats().restarts).toBe(1);
+
+    // Never a 500: booked, or 503 while the node was away (a slot is never sold twice either way).
+    expect(results.filter((r) => ![200, 503].includes(r.status)).map((r) => [r.status, r.body])).toEqual([]);
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok.length).toBeGreaterThan(slots.length / 2);
+
+    await recovered();
+    expect(failed()).toEqual([]);
+    for (const r of ok) {
+      const session = r.body[0] as { id: string; groupId: string };
+      const { events } = await t.system.deps.store.readStream(bookingStream(session.groupId));
+      expect(events.map((e) => e.type)).toContain('SessionsBooked');
+      const read = await t.request('GET', `/api/v1/session/${session.id}`, { token: r.client.token });
+      expect(read.status).toBe(200);
+    }
+    // After the restart the service books as before.
+    const late = await m.client();
+    const other = await m.offering(coach);
+    const res = await t.request('POST', `/api/v1/service/${other}`, {
+      token: late.token,
+      body: { slots: ['2026-12-07T09:00:00'] },
+    });
+    expect(res.status).toBe(200);
+  }, 120_000);
+
+  it('subscriptions the server ends (with OK, or with an error) are resumed', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    expect(double.endSubscriptions()).toBeGreaterThan(0);
+    const first = await m.client();
+    const a = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: first.token,
+      body: { slots: ['2026-12-08T09:00:00'] },
+    });
+    expect(a.status).toBe(200);
+    await recovered();
+    expect(double.failSubscription(status.UNAVAILABLE)).toBe(true);
+    const second = await m.client();
+    const b = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: second.token,
+      body: { slots: ['2026-12-08T10:00:00'] },
+    });
+    expect(b.status).toBe(200);
+    await recovered();
+    expect(failed()).toEqual([]);
+    for (const [res, c] of [
+      [a, first],
+      [b, second],
+    ] as const) {
+      const read = await t.request('GET', `/api/v1/session/${res.body[0].id}`, { token: c.token });
+      expect(read.body.state).toBe('new');
+    }
+  }, 60_000);
+});
+
+describe('the service process on EventStoreDB', () => {
+  const freePort = () =>
+    new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as net.AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+
+  it('after 1,000 /healthz probes it still stops on SIGTERM within 5 s', async () => {
+    const double = await startEsdbDouble();
+    const database = await testDatabase();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-sigterm-'));
+    const port = await freePort();
+    const output: string[] = [];
+    // src/main.ts itself, as `npm start` runs it, compiled on load by the Jest transformer's swc.
+    const child = fork(path.join(__dirname, '../../src/main.ts'), [], {
+      cwd: dataDir,
+      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        EVENTSTORE_URL: double.url,
+        ...(database.url ? { DATABASE_URL: database.url } : {}),
+        JWT_SECRET: 'a-test-secret-that-is-long-enough-for-production-rules',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
+    child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      const up = await eventually(
+        () =>
+          fetch(`${base}/healthz`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        (s) => s === 200,
+        60_000,
+      );
+      expect({ up, output: up === 200 ? '' : output.join('') }).toEqual({ up: 200, output: '' });
+      let probes = 0;
+      const prober = async () => {
+        while (probes < 1000) {
+          probes++;
+          expect((await fetch(`${base}/healthz`)).status).toBe(200);
+        }
+      };
+      await Promise.all(Array.from({ length: 10 }, prober));
+      const sent = Date.now();
+      child.kill('SIGTERM');
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([
+        exited,
+        new Promise<string>((r) => (timer = setTimeout(() => r('still running'), 5000))),
+      ]);
+      clearTimeout(timer);
+      expect({ code, output: code === 0 ? '' : output.join('') }).toEqual({ code: 0, output: '' });
+      expect(Date.now() - sent).toBeLessThan(5000);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+      await double.close();
+      await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
