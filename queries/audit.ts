@@ -54,8 +54,8 @@ const StreamPath = t.type({
     'Input should be a stream name, e.g. payment-<uuid>',
   ),
 });
-const StreamQuery = t.partial({ at: IsoInstant, revision: IntFromString(0, Number.MAX_SAFE_INTEGER) });
-const ExportQuery = t.partial({
+export const StreamQuery = t.partial({ at: IsoInstant, revision: IntFromString(0, Number.MAX_SAFE_INTEGER) });
+export const ExportQuery = t.partial({
   from: IsoInstant,
   to: IsoInstant,
   stream_prefix: refine(
@@ -74,6 +74,34 @@ const EventPath = t.type({
     'uuid',
     'Input should be a UUID',
   ),
+});
+
+const AuditEventOut = t.type({
+  eventId: t.string,
+  position: t.string,
+  stream: t.string,
+  revision: t.number,
+  type: t.string,
+  data: t.unknown,
+  metadata: t.UnknownRecord,
+  recordedAt: t.string,
+});
+export const StreamAuditCodec = t.type({
+  stream: t.string,
+  kind: t.string,
+  at: t.union([t.string, t.null]),
+  revision: t.union([t.number, t.null]),
+  currentRevision: t.number,
+  clock: t.literal('recorded'),
+  clockNote: t.string,
+  events: t.array(AuditEventOut),
+  state: t.unknown,
+});
+export const AuditChainCodec = t.type({
+  event: AuditEventOut,
+  correlationId: t.string,
+  causes: t.array(AuditEventOut),
+  effects: t.array(AuditEventOut),
 });
 
 /** Events per read from the store while exporting: what the export holds in memory at most. */

@@ -262,6 +262,10 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
   else if (doc.answer === 'prometheus')
     ok['text/plain'] = { schema: { type: 'string', description: 'Prometheus text exposition format 0.0.4' } };
   else if (doc.answer === 'html') ok['text/html'] = { schema: { type: 'string' } };
+  else if (doc.answer === 'ndjson')
+    ok['application/x-ndjson'] = {
+      schema: { type: 'string', description: 'one AuditEvent (JSON) per line' },
+    };
   else ok['application/json'] = { schema: schema(doc.answer) };
   if (doc.alsoHtml) ok['text/html'] = { schema: { type: 'string', description: 'the admin web page' } };
   const responses: Record<string, unknown> = { '200': { description: 'OK', content: ok } };

@@ -15,6 +15,7 @@ import { AdminFilter, UnreadFilter } from '../../../queries/notifications';
 import { KindQuery } from '../../../queries/profileMedia';
 import { WebhookFilter } from '../../../queries/webhooks';
 import { AuditQuery } from '../../../queries/paymentAudit';
+import { AuditChainCodec, ExportQuery, StreamAuditCodec, StreamQuery } from '../../../queries/audit';
 import * as A from '../../resources/codecs';
 import { IsoInstant, Paging } from '../validation';
 
@@ -40,7 +41,7 @@ export interface RouteDoc {
   body?: { codec: t.Mixed; optional?: boolean; example?: unknown };
   multipart?: { fields: t.Mixed; files: FilePart[] };
   /** The 200 answer: a codec (JSON), `binary` (a stored file), `prometheus` (text exposition), `html`. */
-  answer: t.Mixed | 'binary' | 'prometheus' | 'html';
+  answer: t.Mixed | 'binary' | 'prometheus' | 'html' | 'ndjson';
   /** The answer may also be this page when the client asks for text/html (endpoint 31). */
   alsoHtml?: boolean;
   /** Statuses beyond the ones every route of its kind has (see document.ts). */
@@ -285,6 +286,23 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: "A payment's events and its state at `at`",
     query: AuditQuery,
     answer: A.PaymentAuditCodec,
+  },
+  'GET /api/v1/audit/streams/:stream': {
+    tag: 'Audit',
+    summary: 'Any stream as of an instant (`at`, recorded time) or a revision, with its folded state',
+    query: StreamQuery,
+    answer: StreamAuditCodec,
+  },
+  'GET /api/v1/audit/events': {
+    tag: 'Audit',
+    summary: 'History export as NDJSON, in log order, filtered and resumable (`after`)',
+    query: ExportQuery,
+    answer: 'ndjson',
+  },
+  'GET /api/v1/audit/events/:event_id/chain': {
+    tag: 'Audit',
+    summary: 'The events that caused an event, and those it caused',
+    answer: AuditChainCodec,
   },
   'GET /api/v1/audit/sessions/:session_id/events': {
     tag: 'Audit',
