@@ -4,11 +4,16 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { notFound } from './errors';
 
-/** public/admin of the package (found from here both in src/ under ts and in dist/src/ once built). */
+/**
+ * public/admin of the package, found upwards from here: src/http under ts-jest, dist/src/http once built
+ * (dist/ has a package.json of its own, so the folder itself is what is looked for).
+ */
 function adminDir(): string {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return path.join(dir, 'public', 'admin');
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'public', 'admin');
+    if (fs.existsSync(path.join(candidate, 'index.html'))) return candidate;
+    if (path.dirname(dir) === dir) throw new Error(`public/admin not found above ${__dirname}`);
+  }
 }
 const DIR = adminDir();
 const ASSETS: Record<string, string> = {
