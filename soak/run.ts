@@ -510,7 +510,9 @@ async function rebuildAndCompare(
   killed: Set<number>,
 ) {
   const live: Database =
-    store === 'postgres' ? createPgDatabase(dbUrl) : await createPgliteDatabase(path.join(dataDir, 'pglite'));
+    store === 'postgres'
+      ? createPgDatabase(dbUrl, { max: 3 })
+      : await createPgliteDatabase(path.join(dataDir, 'pglite'));
   let freshUrl = '';
   let fresh: Database;
   if (store === 'postgres') {
@@ -522,7 +524,7 @@ async function rebuildAndCompare(
     const u = new URL(PG_SERVER);
     u.pathname = `/${name}`;
     freshUrl = u.toString();
-    fresh = createPgDatabase(freshUrl);
+    fresh = createPgDatabase(freshUrl, { max: 3 });
   } else fresh = await createPgliteDatabase();
   let mailsSent = 0;
   const mailer: Mailer = {
