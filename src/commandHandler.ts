@@ -9,6 +9,8 @@ export type CommandOutcome<E, S> =
       events: E[];
       state: S;
       position: Position | null;
+      /** Position of the stream's last event as read for the decision (null for a new stream). */
+      observed?: Position | null;
       /** Whether the `alongside` appends were written in the same transaction (SQL stores only). */
       alongside: boolean;
     }
@@ -76,7 +78,10 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     const decided = decider.decide(command, state);
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;
-    if (events.length === 0) return { ok: true, events, state, position: null, alongside: false };
+    if (events.length === 0) {
+      const observed = recorded.length ? recorded[recorded.length - 1]!.position : null;
+      return { ok: true, events, state, position: null, observed, alongside: false };
+    }
     const own: StreamAppend = {
       streamName,
       events: events.map((e) => ({ type: e.type, data: e.data, metadata })),

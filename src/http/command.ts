@@ -49,8 +49,11 @@ export async function runCommand<C, E extends DomainEvent, S>(
     throw err;
   }
   if (!outcome.ok) throw domainErrorToHttp(outcome.error);
-  if (outcome.position && waitFor.length) {
-    const caughtUp = await deps.runner.waitFor(outcome.position, deps.config.consistencyWaitMs, waitFor);
+  // A command that decided nothing (done already, e.g. by a process manager a moment before) waits for the
+  // state it saw, so the caller's next read shows it all the same.
+  const position = outcome.position ?? outcome.observed;
+  if (position && waitFor.length) {
+    const caughtUp = await deps.runner.waitFor(position, deps.config.consistencyWaitMs, waitFor);
     if (!caughtUp) deps.log.warn('read model lagging behind a command', { stream: streamName, waitFor });
   }
   return { events: outcome.events, state: outcome.state };

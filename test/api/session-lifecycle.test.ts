@@ -219,7 +219,8 @@ describe('bookings follow their payment, and heal after a crash', () => {
     await act(unpaid.coach.token, unpaid.session.id, 'decline');
     const canceled = await eventually(
       () => paymentOf(unpaid.session.paymentId, unpaid.client.token),
-      (p) => p.status === 'canceled',
+      // Status and history come from two read models, each at its own pace: wait for both.
+      (p) => p.status === 'canceled' && p.history.at(-1)?.to === 'canceled',
     );
     expect(canceled.history.at(-1)).toMatchObject({
       from: 'awaiting',
@@ -237,7 +238,7 @@ describe('bookings follow their payment, and heal after a crash', () => {
     await act(paid.coach.token, paid.session.id, 'cancel', { reason: 'ill' });
     const refunded = await eventually(
       () => paymentOf(paid.session.paymentId, paid.client.token),
-      (p) => p.status === 'refund',
+      (p) => p.status === 'refund' && p.history.at(-1)?.to === 'refund',
     );
     expect(refunded.history.at(-1)).toMatchObject({
       from: 'received',
@@ -261,7 +262,7 @@ describe('bookings follow their payment, and heal after a crash', () => {
     const p = await eventually(
       async () =>
         (await t.request('GET', `/api/v1/payment/${b.session.paymentId}`, { token: b.client.token })).body,
-      (x) => x.status === 'refund',
+      (x) => x.status === 'refund' && x.history.at(-1)?.to === 'refund',
     );
     expect(p.history.at(-1)).toMatchObject({ from: 'received', to: 'refund', reason: 'booking_canceled' });
   });
