@@ -25,7 +25,10 @@ export const sessionsProjection: Projection = {
           await tx.query(
             `INSERT INTO sessions (id, group_id, coach_id, client_id, service_id, payment_id, state, payment_state,
                starts_at, ends_at, slot, timezone, terms, booked_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, 'new', 'awaiting', $7, $8, $9, $10, $11::jsonb, $12, $12)
+             VALUES ($1, $2, $3, $4, $5, $6, 'new',
+               -- a package's later sessions share its payment, which may have moved on already
+               COALESCE((SELECT payment_state FROM sessions WHERE payment_id = $6 LIMIT 1), 'awaiting'),
+               $7, $8, $9, $10, $11::jsonb, $12, $12)
              ON CONFLICT (id) DO NOTHING`,
             [
               s.sessionId,

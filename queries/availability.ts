@@ -22,6 +22,7 @@ import { isCoach } from '../src/readModels/users';
 import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
 import { coachServices } from './services';
+import { clientPackages } from './packages';
 
 /** A coordinate in the query string (text), within bounds. */
 const coordinate = (name: string, bound: number) =>
@@ -219,6 +220,10 @@ export function availabilityQueries(deps: AppDeps): Router {
       endsAt: new Date(h.endsAt).toISOString(),
     }));
     const travel = await candidateTravel(deps.db, row.coach_id, ctx.query);
+    // The caller's own packages of this service with sessions left to book (`packageId` in booking).
+    const packages = caller
+      ? (await clientPackages(deps.db, caller.userId, { serviceId }, now)).filter((p) => p.open)
+      : [];
     ctx.body = {
       serviceId,
       coachId: row.coach_id,
@@ -229,13 +234,14 @@ export function availabilityQueries(deps: AppDeps): Router {
       minutesTravel: travel,
       groupSession: service.groupSession,
       slots: slotsFor(service, row.schedule, reservations, from, to, now, travel),
+      packages,
     };
   });
 
   // 11. Every approved service of a coach with its free slots.
   router.get('/api/v1/coach/:coach_id/availability', async (ctx) => {
     const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
-    optionalPrincipal(ctx);
+    const caller = optionalPrincipal(ctx);
     if (!(await isCoach(deps.db, coachId))) throw notFound('coach_not_found', 'no such coach');
     const zoneRow = await deps.db.query<{ tz: string }>(
       "SELECT schedule->>'timezone' AS tz FROM coach_calendars WHERE coach_id = $1",
@@ -246,6 +252,9 @@ export function availabilityQueries(deps: AppDeps): Router {
     const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to);
     const services = await coachServices(deps.db, coachId, false);
     const travel = await candidateTravel(deps.db, coachId, ctx.query);
+    const packages = caller
+      ? (await clientPackages(deps.db, caller.userId, { coachId }, deps.clock())).filter((p) => p.open)
+      : [];
     ctx.body = {
       coachId,
       timezone: zone,
@@ -255,6 +264,7 @@ export function availabilityQueries(deps: AppDeps): Router {
       services: services.map((s) => ({
         service: s,
         slots: slotsFor(s, schedule, reservations, from, to, deps.clock(), travel),
+        packages: packages.filter((p) => p.serviceId === s.id),
       })),
     };
   });

@@ -72,10 +72,14 @@ export function sessionQueries(deps: AppDeps): Router {
       SessionCompleted: 'completed',
       SessionDisputed: 'disputed',
     };
+    // The SessionsBooked that created this session (a package's later sessions come in their own).
+    const bookedHere = (e: { type: string; data: unknown }) =>
+      e.type === 'SessionsBooked' &&
+      (e.data as { sessions: { sessionId: string }[] }).sessions.some((x) => x.sessionId === id);
     let stateAt: string | null = null;
     for (const e of upTo) {
       const d = e.data as { sessionId?: string };
-      if (e.type === 'SessionsBooked' || d.sessionId === id) stateAt = STATES[e.type] ?? stateAt;
+      if (bookedHere(e) || d.sessionId === id) stateAt = STATES[e.type] ?? stateAt;
     }
     ctx.body = {
       sessionId: id,
@@ -83,7 +87,7 @@ export function sessionQueries(deps: AppDeps): Router {
       at: at ?? null,
       stateAt,
       events: events
-        .filter((e) => e.type === 'SessionsBooked' || (e.data as { sessionId?: string }).sessionId === id)
+        .filter((e) => bookedHere(e) || (e.data as { sessionId?: string }).sessionId === id)
         .map((e) => ({
           id: e.id,
           type: e.type,

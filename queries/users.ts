@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { clientPackages } from './packages';
 import * as t from 'io-ts';
 import type { Queryable } from '../src/db/database';
 import { findProfile } from '../src/readModels/users';
@@ -24,11 +25,16 @@ export function userQueries(deps: AppDeps): Router {
       (caller.roles.includes('coach') && (await hasBooked(deps.db, caller.userId, clientId)));
     const profile = allowed ? await findProfile(deps.db, clientId) : null;
     if (!profile) throw notFound('user_not_found', 'no such client among your clients');
-    ctx.body = toUserOut(
-      clientId,
-      profile,
-      profile.type === 'coach' ? await coachRating(deps.db, clientId) : null,
-    );
+    ctx.body = {
+      ...toUserOut(clientId, profile, profile.type === 'coach' ? await coachRating(deps.db, clientId) : null),
+      // Added: the client's packages with this coach (all coaches for an admin) and the sessions left.
+      packages: await clientPackages(
+        deps.db,
+        clientId,
+        caller.roles.includes('admin') ? {} : { coachId: caller.userId },
+        deps.clock(),
+      ),
+    };
   });
   return router;
 }

@@ -45,6 +45,8 @@ export const BookingBody = strict(
     parkingDescription: boundedString(1000),
     orderDescription: boundedString(2000),
     method: Method,
+    /** Book these slots against an earlier booking's package: its `groupId`. */
+    packageId: Uuid,
     // Card details belong to the payment provider: accepted for compatibility, never stored or logged.
     card: FreeJson,
   },

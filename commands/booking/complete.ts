@@ -13,12 +13,32 @@ import { bookingStream, type SessionsBooked } from './events';
  * with the same result. It answers the latest position of the two, whoever wrote them, for the caller to
  * wait on read models.
  */
-export function bookingAppends(reserved: SlotsReserved['data'], metadata: EventMetadata): StreamAppend[] {
+/** The SessionsBooked a hold makes (for a package's later sessions, `bookedAt` is the package's). */
+function sessionsBookedOf(reserved: SlotsReserved['data']): SessionsBooked {
   const { groupId, coachId, clientId, serviceId, sessions, terms, timezone, reservedAt } = reserved;
-  const booked: SessionsBooked = {
+  return {
     type: 'SessionsBooked',
-    data: { groupId, coachId, clientId, serviceId, sessions, terms, timezone, bookedAt: reservedAt },
+    data: {
+      groupId,
+      coachId,
+      clientId,
+      serviceId,
+      sessions,
+      terms,
+      timezone,
+      bookedAt: reserved.packageTopUp?.bookedAt ?? reservedAt,
+    },
   };
+}
+
+/**
+ * The appends a new booking's hold implies: its sessions and its payment, each on a new stream. A
+ * package's later sessions imply none here: they join an existing stream (see `addToPackage`).
+ */
+export function bookingAppends(reserved: SlotsReserved['data'], metadata: EventMetadata): StreamAppend[] {
+  if (reserved.packageTopUp) return [];
+  const { groupId, coachId, clientId, serviceId, terms, reservedAt } = reserved;
+  const booked = sessionsBookedOf(reserved);
   const payment: PaymentCreated = {
     type: 'PaymentCreated',
     data: {
@@ -51,6 +71,7 @@ export async function completeBooking(
   reserved: SlotsReserved['data'],
   metadata: EventMetadata,
 ): Promise<Position | null> {
+  if (reserved.packageTopUp) return addToPackage(store, sessionsBookedOf(reserved), metadata);
   const appends = bookingAppends(reserved, metadata);
   if (store.appendMany) {
     // Usually both streams are written together, or both exist already: one call finds out.
@@ -74,4 +95,33 @@ export async function completeBooking(
     }
   }
   return last;
+}
+
+/**
+ * Sessions booked later against a package join its booking stream as a further SessionsBooked (no new
+ * payment: the package's covers them). Appended once: a stream that already holds these sessions is left
+ * alone, and a concurrent append makes it look again.
+ */
+async function addToPackage(
+  store: EventStore,
+  booked: SessionsBooked,
+  metadata: EventMetadata,
+): Promise<Position | null> {
+  const stream = bookingStream(booked.data.groupId);
+  const ids = new Set(booked.data.sessions.map((s) => s.sessionId));
+  for (;;) {
+    const { events, revision } = await store.readStream(stream);
+    const there = events.find(
+      (e) =>
+        e.type === 'SessionsBooked' &&
+        (e.data as SessionsBooked['data']).sessions.some((s) => ids.has(s.sessionId)),
+    );
+    if (there) return there.position;
+    if (revision === 'no_stream') return null; // the package's own booking is not written yet: healed later
+    try {
+      return (await store.append(stream, [{ ...booked, metadata }], { expectedRevision: revision })).position;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedRevisionError)) throw err;
+    }
+  }
 }

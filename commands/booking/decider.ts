@@ -79,6 +79,15 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
     switch (event.type) {
       case 'SessionsBooked': {
         const d = event.data;
+        const booked = d.sessions.map(
+          (s) =>
+            [
+              s.sessionId,
+              { state: 'new', startsAt: s.startsAt, endsAt: s.endsAt, slot: s.slot, reviewed: false },
+            ] as const,
+        );
+        // A package's sessions booked later join the booking; its terms stay those it was bought with.
+        if (state.groupId) return { ...state, sessions: new Map([...state.sessions, ...booked]) };
         return {
           groupId: d.groupId,
           coachId: d.coachId,
@@ -86,12 +95,7 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
           serviceId: d.serviceId,
           paymentId: d.terms.paymentId,
           cancellationHours: d.terms.cancellationHours,
-          sessions: new Map(
-            d.sessions.map((s) => [
-              s.sessionId,
-              { state: 'new', startsAt: s.startsAt, endsAt: s.endsAt, slot: s.slot, reviewed: false },
-            ]),
-          ),
+          sessions: new Map(booked),
           terms: d.terms,
           timezone: d.timezone,
           bookedAt: d.bookedAt,

@@ -15,8 +15,10 @@ export async function loadBooking(
   groupId: string,
 ): Promise<SessionsBooked['data'] | null> {
   const { events } = await store.readStream(bookingStream(groupId));
-  const booked = events.find((e) => e.type === 'SessionsBooked');
-  return booked ? (booked.data as SessionsBooked['data']) : null;
+  const all = events.filter((e) => e.type === 'SessionsBooked').map((e) => e.data as SessionsBooked['data']);
+  if (!all[0]) return null;
+  // Sessions of a package booked later come as further SessionsBooked: one booking, all its sessions.
+  return { ...all[0], sessions: all.flatMap((b) => b.sessions) };
 }
 
 export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
@@ -35,13 +37,14 @@ export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
 /** The client's bookings, newest first, each once. */
 export async function clientBookings(store: EventStore, clientId: string): Promise<BookingListed['data'][]> {
   const { events } = await store.readStream(clientBookingsStream(clientId));
-  const seen = new Set<string>();
   const listed: BookingListed['data'][] = [];
   for (const e of events) {
     const d = (e as unknown as BookingListed).data;
-    if (e.type !== 'BookingListed' || seen.has(d.groupId)) continue;
-    seen.add(d.groupId);
-    listed.push(d);
+    if (e.type !== 'BookingListed') continue;
+    const first = listed.find((b) => b.groupId === d.groupId);
+    // A package's later sessions are listed again under its group: one entry with all its sessions.
+    if (first) first.sessionIds = [...new Set([...first.sessionIds, ...d.sessionIds])];
+    else listed.push({ ...d });
   }
   // Appended in booking order except after a crash healed later: the booking time decides.
   return listed.reverse().sort((a, b) => Date.parse(b.bookedAt) - Date.parse(a.bookedAt));
@@ -68,7 +71,14 @@ export async function ensureListed(
   const stream = clientBookingsStream(reserved.clientId);
   for (;;) {
     const { events, revision } = await store.readStream(stream);
-    if (events.some((e) => (e.data as { groupId?: string }).groupId === reserved.groupId)) return;
+    const listedIds = new Set(
+      events.flatMap((e) =>
+        (e.data as { groupId?: string }).groupId === reserved.groupId
+          ? (e.data as BookingListed['data']).sessionIds
+          : [],
+      ),
+    );
+    if (reserved.sessions.every((s) => listedIds.has(s.sessionId))) return;
     const entry: NewEvent = { ...listingOf(reserved), metadata };
     try {
       await store.append(stream, [entry], {

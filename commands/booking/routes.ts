@@ -54,6 +54,22 @@ async function placeOf(deps: AppDeps, coachId: string, body: BookingBody) {
 export function bookingCommands(deps: AppDeps): Router {
   const router = new Router();
 
+  /**
+   * A package to book against, from the log: its booking stream (the calendar decider then checks that it
+   * is the caller's, of this service, not expired and not used up) and its payment's status.
+   */
+  const packageRef = async (groupId: string) => {
+    const b = await readState(deps.store, bookingStream(groupId), booking);
+    if (!b.groupId) throw notFound('package_not_found', 'packageId is not one of your bookings');
+    const payment = (await readState(deps.store, paymentStream(b.paymentId), paymentDecider)).payment;
+    const paymentState = payment?.status ?? 'awaiting';
+    return {
+      groupId,
+      paymentState,
+      paymentOpen: !['canceled', 'deleted', 'refund'].includes(paymentState),
+    };
+  };
+
   // 8. Book slots of a service: hold them on the coach's calendar (the one place that decides), then
   // create the sessions and the payment from the hold.
   router.post('/api/v1/service/:service_id', requireRole('client'), idempotent(deps), async (ctx) => {
@@ -67,7 +83,8 @@ export function bookingCommands(deps: AppDeps): Router {
     const where = await placeOf(deps, bookable.coachId, body);
     if (!where) throw notFound('address_not_found', "addressId is not one of the coach's saved addresses");
     const method = body.method ?? 'card';
-    const groupId = deps.newId();
+    const pkg = body.packageId ? await packageRef(body.packageId.toLowerCase()) : undefined;
+    const groupId = pkg?.groupId ?? deps.newId();
     const now = deps.clock().toISOString();
     const metadata = metadataOf(ctx);
 
@@ -95,6 +112,7 @@ export function bookingCommands(deps: AppDeps): Router {
         },
         paymentWindowHours: PAYMENT_WINDOW_HOURS,
         now,
+        ...(pkg ? { package: { groupId: pkg.groupId, paymentOpen: pkg.paymentOpen } } : {}),
       },
       metadata,
       // Many clients racing for one calendar: each retry re-decides on fresh holds, so losers learn
@@ -104,6 +122,8 @@ export function bookingCommands(deps: AppDeps): Router {
       // own transaction: one commit per booking, and nothing for the booking process to heal.
       ([hold]) => {
         const held = (hold as SlotsReserved).data;
+        // A package's later sessions join an existing booking stream: written after the hold instead.
+        if (held.packageTopUp) return [];
         return [listingAppend(held, metadata), ...bookingAppends(held, metadata)];
       },
     ).catch((err: unknown) => {
@@ -128,8 +148,11 @@ export function bookingCommands(deps: AppDeps): Router {
             return null;
           });
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
-    // The reply is the stored hold, as the client's later reads will show it.
-    ctx.body = sessionRecordsOfHold(reserved).map(toSessionOut);
+    // The reply is the stored hold, as the client's later reads will show it (a package's later sessions
+    // show its payment as it is, and its booking time).
+    ctx.body = sessionRecordsOfHold(reserved)
+      .map((r) => (pkg ? { ...r, paymentState: pkg.paymentState } : r))
+      .map(toSessionOut);
   });
 
   /** Runs a lifecycle command on the session's booking, then answers the session as it now is. */

@@ -1,4 +1,5 @@
 import { left, right } from 'fp-ts/Either';
+import { DateTime } from 'luxon';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
@@ -9,7 +10,25 @@ export interface Calendar {
   schedule: Schedule | null;
   /** Active holds by session id. */
   reservations: Map<string, Reservation & { groupId: string }>;
+  /** Every booking's package as first booked (by group id): the terms later sessions are booked on. */
+  packages: Map<string, PackageOf>;
 }
+
+export interface PackageOf {
+  clientId: string;
+  serviceId: string;
+  terms: BookingTerms;
+  bookedAt: string;
+}
+
+/**
+ * The last moment a package may be used: the end (in the coach's zone) of its `expirationDate`, the day
+ * `expiresInDays` × 24 h after it was booked, as the Session reply shows it.
+ */
+export const packageExpiresAt = (p: Pick<PackageOf, 'bookedAt' | 'terms'>, zone: string): number =>
+  DateTime.fromMillis(Date.parse(p.bookedAt) + p.terms.expiresInDays * 86_400_000, { zone })
+    .endOf('day')
+    .toMillis();
 
 export type CalendarCommand =
   | { type: 'SetSchedule'; coachId: string; schedule: Schedule; now: string }
@@ -30,6 +49,11 @@ export type CalendarCommand =
       /** How long an unpaid booking holds its slots; capped at one hour before the first session. */
       paymentWindowHours: number;
       now: string;
+      /**
+       * Book against this earlier booking's package (its group id) instead of buying a new one; with
+       * whether its payment is still open (from the payment's stream: a canceled package books nothing).
+       */
+      package?: { groupId: string; paymentOpen: boolean };
     }
   | {
       type: 'ReleaseSlots';
@@ -75,10 +99,41 @@ function refuseService(command: Extract<CalendarCommand, { type: 'ReserveSlots' 
   if (s.status !== 'approved') return { code: 'service_not_found', message: 'no such bookable service' };
   if (s.coachId === command.clientId)
     return { code: 'forbidden', message: 'a coach cannot book its own service' };
-  if (command.slots.length > s.numberOfSessions)
+  if (!command.package && command.slots.length > s.numberOfSessions)
     return {
       code: 'validation',
       message: `this service books at most ${s.numberOfSessions} slot(s) at once`,
+    };
+  return null;
+}
+
+/**
+ * Sessions booked later against a package: only by its client, for its service, while its payment is open,
+ * by its expiration date, and no more than its numberOfSessions (declined and canceled ones give their
+ * session back, as their holds are released).
+ */
+function refusePackage(
+  command: Extract<CalendarCommand, { type: 'ReserveSlots' }>,
+  state: Calendar,
+  zone: string,
+): DomainError | null {
+  const ref = command.package!;
+  const pkg = state.packages.get(ref.groupId);
+  if (!pkg || pkg.clientId !== command.clientId)
+    return { code: 'package_not_found', message: 'packageId is not one of your bookings' };
+  if (pkg.serviceId !== command.service.id)
+    return { code: 'validation', message: 'packageId is a booking of another service' };
+  if (!ref.paymentOpen)
+    return { code: 'package_canceled', message: "the package's payment was canceled or refunded" };
+  const expires = packageExpiresAt(pkg, zone);
+  if (Date.parse(command.now) > expires)
+    return { code: 'package_expired', message: 'the package has expired' };
+  const used = [...state.reservations.values()].filter((r) => r.groupId === ref.groupId).length;
+  const left_ = pkg.terms.numberOfSessions - used;
+  if (command.slots.length > left_)
+    return {
+      code: 'package_exhausted',
+      message: `the package has ${Math.max(0, left_)} of ${pkg.terms.numberOfSessions} session(s) left`,
     };
   return null;
 }
@@ -89,7 +144,7 @@ export const MIN_PAYMENT_MINUTES = 15;
 const unavailable = (message: string): DomainError => ({ code: 'slot_unavailable', message });
 
 export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
-  initialState: () => ({ schedule: null, reservations: new Map() }),
+  initialState: () => ({ schedule: null, reservations: new Map(), packages: new Map() }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -108,7 +163,15 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             endsAt: s.endsAt,
             travelMinutes: event.data.terms.minutesTravel ?? 0,
           });
-        return { ...state, reservations };
+        if (state.packages.has(groupId)) return { ...state, reservations };
+        const packages = new Map(state.packages);
+        packages.set(groupId, {
+          clientId,
+          serviceId,
+          terms: event.data.terms,
+          bookedAt: event.data.packageTopUp?.bookedAt ?? event.data.reservedAt,
+        });
+        return { ...state, reservations, packages };
       }
       case 'SlotsReleased': {
         const reservations = new Map(state.reservations);
@@ -136,6 +199,11 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         const rules = slotRulesOf(command.service);
         const { schedule } = state;
         if (!schedule) return left(unavailable('the coach has not published a schedule'));
+        const pkg = command.package ? state.packages.get(command.package.groupId) : undefined;
+        if (command.package) {
+          const refusedPackage = refusePackage(command, state, schedule.timezone);
+          if (refusedPackage) return left(refusedPackage);
+        }
         const now = new Date(command.now);
         const active = [...state.reservations.values()];
         const held: HeldSlot[] = [];
@@ -153,6 +221,11 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             (f) => f.slot.slice(0, 16) === slot.slice(0, 16),
           );
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
+          if (pkg && Date.parse(free.startsAt) > packageExpiresAt(pkg, schedule.timezone))
+            return left({
+              code: 'package_expired',
+              message: `${slot} is after the package's expiration date`,
+            });
           const sameClient = active.some(
             (r) => r.clientId === command.clientId && Date.parse(r.startsAt) === Date.parse(free.startsAt),
           );
@@ -184,12 +257,25 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
               maxGroupSize: rules.maxGroupSize,
               timezone: schedule.timezone,
               sessions: held,
-              terms: {
-                ...serviceTermsOf(command.service),
-                ...command.order,
-                paymentExpiresAt: new Date(expires).toISOString(),
-              },
+              // A package's later sessions keep its terms (price, payment, expiry); the place is this order's.
+              terms: pkg
+                ? {
+                    ...pkg.terms,
+                    addressId: command.order.addressId,
+                    clientAddress: command.order.clientAddress,
+                    clientLocation: command.order.clientLocation,
+                    parking: command.order.parking,
+                    parkingDescription: command.order.parkingDescription,
+                    orderDescription: command.order.orderDescription,
+                    minutesTravel: command.order.minutesTravel ?? 0,
+                  }
+                : {
+                    ...serviceTermsOf(command.service),
+                    ...command.order,
+                    paymentExpiresAt: new Date(expires).toISOString(),
+                  },
               reservedAt: command.now,
+              ...(pkg ? { packageTopUp: { bookedAt: pkg.bookedAt } } : {}),
             },
           },
         ]);

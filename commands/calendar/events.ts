@@ -77,6 +77,11 @@ export type SlotsReserved = DomainEvent<
     sessions: HeldSlot[];
     terms: BookingTerms;
     reservedAt: string;
+    /**
+     * Set when these sessions are booked later against an earlier booking's package (`groupId` is that
+     * booking's): same payment and terms, no new payment. `bookedAt` is then the package's booking time.
+     */
+    packageTopUp?: { bookedAt: string };
   }
 >;
 export type SlotsReleased = DomainEvent<

@@ -99,6 +99,6 @@ export const sessionRecordsOfHold = (h: SlotsReserved['data']): SessionRecord[] 
     slot: s.slot,
     timezone: h.timezone,
     terms: h.terms,
-    bookedAt: h.reservedAt,
+    bookedAt: h.packageTopUp?.bookedAt ?? h.reservedAt,
     reviewed: false,
   }));

@@ -347,6 +347,7 @@ describe('GET /api/v1/coach/client/{client_id}', () => {
       avatarUrl: '',
       mediaUrl: 'https://cdn.example/m/clip.mp4?x=1',
       mediaPreviewUrl: '',
+      packages: [], // added: the client's packages with this coach (a one-session booking is none)
     });
     expect((await t.request('GET', path, { token: other.token })).status).toBe(404);
     expect((await t.request('GET', path, { token: client.token })).status).toBe(404);

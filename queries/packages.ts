@@ -1,0 +1,76 @@
+import type { BookingTerms } from '../commands/calendar/events';
+import { packageExpiresAt } from '../commands/calendar/decider';
+import { dayMonthYear } from '../commands/calendar/slots';
+import type { Queryable } from '../src/db/database';
+
+/** A client's package (a booking of a service with numberOfSessions > 1) and what is left of it. */
+export interface PackageOut {
+  /** The booking's groupId: send it as `packageId` to book the remaining sessions. */
+  packageId: string;
+  serviceId: string;
+  serviceName: string;
+  numberOfSessions: number;
+  /** Sessions booked and not declined or canceled (those give their session back). */
+  bookedSessions: number;
+  remainingSessions: number;
+  /** dd/mm/yyyy, the last day the package may be used (booked + expiresInDays), coach's zone. */
+  expirationDate: string;
+  expired: boolean;
+  paymentState: string;
+  /** Whether more sessions can be booked on it now: sessions left, not expired, payment not closed. */
+  open: boolean;
+}
+
+const CLOSED_PAYMENTS = ['canceled', 'deleted', 'refund'];
+
+/** The packages of a client, from the `sessions` read model, newest first; filters by coach and service. */
+export async function clientPackages(
+  db: Queryable,
+  clientId: string,
+  filter: { coachId?: string; serviceId?: string },
+  now: Date,
+): Promise<PackageOut[]> {
+  const res = await db.query<{
+    group_id: string;
+    service_id: string;
+    booked_at: Date;
+    timezone: string;
+    terms: BookingTerms;
+    used: string;
+    payment_state: string;
+  }>(
+    `SELECT group_id, service_id, min(booked_at) AS booked_at, min(timezone) AS timezone,
+       (array_agg(terms ORDER BY starts_at))[1] AS terms,
+       count(*) FILTER (WHERE state NOT IN ('declined', 'canceled'))::text AS used,
+       min(payment_state) AS payment_state
+     FROM sessions
+     WHERE client_id = $1 AND ($2::uuid IS NULL OR coach_id = $2) AND ($3::uuid IS NULL OR service_id = $3)
+     GROUP BY group_id, service_id
+     ORDER BY min(booked_at) DESC, group_id`,
+    [clientId, filter.coachId ?? null, filter.serviceId ?? null],
+  );
+  return res.rows
+    .filter((r) => r.terms.numberOfSessions > 1)
+    .map((r) => {
+      const bookedAt = new Date(r.booked_at).toISOString();
+      const n = r.terms.numberOfSessions;
+      const used = Number(r.used);
+      const expired = now.getTime() > packageExpiresAt({ bookedAt, terms: r.terms }, r.timezone);
+      const remaining = Math.max(0, n - used);
+      return {
+        packageId: r.group_id,
+        serviceId: r.service_id,
+        serviceName: r.terms.serviceName,
+        numberOfSessions: n,
+        bookedSessions: used,
+        remainingSessions: remaining,
+        expirationDate: dayMonthYear(
+          new Date(Date.parse(bookedAt) + r.terms.expiresInDays * 86_400_000),
+          r.timezone,
+        ),
+        expired,
+        paymentState: r.payment_state,
+        open: remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state),
+      };
+    });
+}

@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto';
+import { eventually, marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+let now = new Date('2026-12-01T08:00:00Z');
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => now });
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+beforeEach(() => {
+  now = new Date('2026-12-01T08:00:00Z');
+});
+
+const book = (token: string, serviceId: string, body: Record<string, unknown>) =>
+  t.request('POST', `/api/v1/service/${serviceId}`, { token, body });
+
+async function packageOf(over: Record<string, unknown> = {}) {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30, ...over });
+  const client = await m.client();
+  const first = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+  expect(first.status).toBe(200);
+  return {
+    coach,
+    client,
+    serviceId,
+    first: first.body[0] as { id: string; groupId: string; paymentId: string },
+  };
+}
+
+const packagesIn = async (token: string | undefined, serviceId: string) =>
+  (
+    await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+      {
+        token,
+      },
+    )
+  ).body.packages;
+
+describe('packages booked in several steps (8 with packageId)', () => {
+  it('books the rest of a 3-session package later: same group and payment, at most 3 sessions', async () => {
+    const { coach, client, serviceId, first } = await packageOf();
+    expect(await packagesIn(undefined, serviceId)).toEqual([]);
+    expect(await packagesIn(client.token, serviceId)).toEqual([
+      {
+        packageId: first.groupId,
+        serviceId,
+        serviceName: 'Tennis basics',
+        numberOfSessions: 3,
+        bookedSessions: 1,
+        remainingSessions: 2,
+        expirationDate: '31/12/2026',
+        expired: false,
+        paymentState: 'awaiting',
+        open: true,
+      },
+    ]);
+
+    const second = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(second.status).toBe(200);
+    expect(second.body).toHaveLength(1);
+    expect(second.body[0]).toMatchObject({
+      groupId: first.groupId,
+      paymentId: first.paymentId,
+      price: 30,
+      state: 'new',
+      expirationDate: '31/12/2026',
+    });
+    // Still one payment, for the whole package.
+    const payment = await t.request('GET', `/api/v1/payment/${first.paymentId}`, { token: client.token });
+    expect(payment.body).toMatchObject({ price: 90, status: 'awaiting' });
+
+    const tooMany = await book(client.token, serviceId, {
+      slots: ['2026-12-04T10:00:00', '2026-12-07T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(tooMany.status).toBe(409);
+    expect(tooMany.body).toEqual({
+      error: 'package_exhausted',
+      message: 'the package has 1 of 3 session(s) left',
+      code: 409,
+    });
+    const third = await book(client.token, serviceId, {
+      slots: ['2026-12-04T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(third.status).toBe(200);
+    const none = await book(client.token, serviceId, {
+      slots: ['2026-12-07T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(none.status).toBe(409);
+    expect(none.body.error).toBe('package_exhausted');
+    expect(await packagesIn(client.token, serviceId)).toEqual([]); // nothing left to book
+
+    // The coach sees the client's package and what is left of it.
+    const view = await eventually(
+      async () => (await t.request('GET', `/api/v1/coach/client/${client.id}`, { token: coach.token })).body,
+      (v) => v.packages?.[0]?.bookedSessions === 3,
+    );
+    expect(view.packages).toEqual([
+      expect.objectContaining({
+        packageId: first.groupId,
+        bookedSessions: 3,
+        remainingSessions: 0,
+        open: false,
+      }),
+    ]);
+
+    // A session of the package booked later is the client's like the others: the client cancels it, and the
+    // package gets that session back.
+    const cancel = await t.request('POST', `/api/v1/session/${third.body[0].id}/cancel`, {
+      token: client.token,
+    });
+    expect(cancel.status).toBe(200);
+    expect(cancel.body).toMatchObject({ state: 'canceled', groupId: first.groupId });
+    const again = await book(client.token, serviceId, {
+      slots: ['2026-12-08T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(again.status).toBe(200);
+    const sessions = (await t.request('GET', '/api/v1/sessions', { token: client.token })).body as {
+      groupId: string;
+    }[];
+    expect(sessions.filter((s) => s.groupId === first.groupId)).toHaveLength(4);
+  });
+
+  it("only the package's client, for its service, while its payment is open", async () => {
+    const { coach, client, serviceId, first } = await packageOf();
+    const stranger = await m.client();
+    const notYours = await book(stranger.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(notYours.status).toBe(404);
+    expect(notYours.body.error).toBe('package_not_found');
+    const unknown = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: randomUUID(),
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('package_not_found');
+    const otherService = await m.offering(coach, { numberOfSessions: 3 });
+    const wrongService = await book(client.token, otherService, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(wrongService.status).toBe(422);
+
+    const canceled = await t.request('POST', `/api/v1/payment/private/payment/${first.paymentId}/cancel`, {
+      token: m.service(),
+    });
+    expect(canceled.status).toBe(200);
+    const afterCancel = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(afterCancel.status).toBe(409);
+    expect(afterCancel.body.error).toBe('package_canceled');
+  });
+
+  it('enforces the expiration date: no booking after it, and no session past it', async () => {
+    const { client, serviceId, first } = await packageOf({ expiresInDays: 3 });
+    // Booked 1 December + 3 days: usable until the end of 4 December (Berlin).
+    const late = await book(client.token, serviceId, {
+      slots: ['2026-12-07T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(late.status).toBe(409);
+    expect(late.body).toEqual({
+      error: 'package_expired',
+      message: "2026-12-07T10:00:00 is after the package's expiration date",
+      code: 409,
+    });
+    now = new Date('2026-12-04T12:00:00Z'); // 13:00 in Berlin on the last day: still usable
+    const lastDay = await book(client.token, serviceId, {
+      slots: ['2026-12-04T16:00:00'],
+      packageId: first.groupId,
+    });
+    expect(lastDay.status).toBe(200);
+    now = new Date('2026-12-04T23:01:00Z'); // 00:01 on 5 December in Berlin
+    const expired = await book(client.token, serviceId, {
+      slots: ['2026-12-08T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect(expired.status).toBe(409);
+    expect(expired.body).toEqual({ error: 'package_expired', message: 'the package has expired', code: 409 });
+    const view = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-08&to_date=2026-12-08`,
+      {
+        token: client.token,
+      },
+    );
+    expect(view.body.packages).toEqual([]);
+  });
+});
