@@ -10,6 +10,7 @@ import type { SessionOut } from './session';
 import type { UserOut } from './user';
 import type { UserProfileOut } from './userProfile';
 import type { WebhookDeliveryOut } from '../../queries/webhooks';
+import type { PackageOut } from '../../queries/packages';
 import type { EmailDeliveryOut } from '../readModels/emailDeliveries';
 
 /**
@@ -205,6 +206,26 @@ export const UserOutCodec = closed('User', {
   mediaPreviewUrl: s,
 });
 
+/** A client's package and the sessions left of it (availability 6, 11 and the coach-client view 12). */
+export const PackageOutCodec = closed('Package', {
+  packageId: s,
+  serviceId: s,
+  serviceName: s,
+  numberOfSessions: n,
+  bookedSessions: n,
+  remainingSessions: n,
+  expirationDate: s,
+  expired: b,
+  paymentState: s,
+  open: b,
+});
+
+/** 12. The User, plus the client's packages with the calling coach. */
+export const CoachClientCodec = closed('CoachClient', {
+  ...UserOutCodec.type.props,
+  packages: t.array(PackageOutCodec),
+});
+
 export const UserProfileOutCodec = closed('UserProfileOut', {
   id: s,
   gender: s,
@@ -318,6 +339,7 @@ export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
   minutesTravel: n,
   groupSession: b,
   slots: t.array(FreeSlot),
+  packages: t.array(PackageOutCodec),
 });
 
 /** 11. Every approved service of a coach with its free slots. */
@@ -327,7 +349,13 @@ export const CoachAvailabilityCodec = closed('CoachAvailability', {
   fromDate: s,
   toDate: s,
   minutesTravel: n,
-  services: t.array(closed('ServiceSlots', { service: ServiceOutCodec, slots: t.array(FreeSlot) })),
+  services: t.array(
+    closed('ServiceSlots', {
+      service: ServiceOutCodec,
+      slots: t.array(FreeSlot),
+      packages: t.array(PackageOutCodec),
+    }),
+  ),
 });
 
 const AuditEvent = t.type({
@@ -478,6 +506,8 @@ export const NAMED_ANSWER_CODECS: Record<string, t.Mixed> = {
   Review: ReviewOutCodec,
   Session: SessionOutCodec,
   User: UserOutCodec,
+  CoachClient: CoachClientCodec,
+  Package: PackageOutCodec,
   UserProfileOut: UserProfileOutCodec,
   PublicCoachProfileOut: PublicCoachProfileOutCodec,
 };
@@ -496,6 +526,7 @@ export type AnswerCodecsFitTheResources = [
   Fits<t.TypeOf<typeof ReviewOutCodec>, ReviewOut>,
   Fits<t.TypeOf<typeof SessionOutCodec>, SessionOut>,
   Fits<t.TypeOf<typeof UserOutCodec>, UserOut>,
+  Fits<t.TypeOf<typeof PackageOutCodec>, PackageOut>,
   Fits<t.TypeOf<typeof UserProfileOutCodec>, UserProfileOut>,
   Fits<t.TypeOf<typeof PublicCoachProfileOutCodec>, PublicCoachProfileOut>,
 ];

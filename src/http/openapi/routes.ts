@@ -142,8 +142,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/v1/coach/client/:client_id': {
     endpoint: 12,
     tag: 'Users',
-    summary: 'A client that has booked the calling coach (admins: any client)',
-    answer: A.UserOutCodec,
+    summary: 'A client that has booked the calling coach (admins: any client), with its packages',
+    answer: A.CoachClientCodec,
   },
   'GET /api/v1/coach/:coach_id/profile': {
     endpoint: 13,
