@@ -384,9 +384,41 @@ async function soak(store: 'postgres' | 'pglite') {
   // Quiet: let process managers, the retry job and lease takeovers finish.
   const expectedMails = () =>
     emails.filter((e) => !smtp.received.some((m) => m.to.includes(e.to) && m.raw.includes(e.code))).length;
-  const settleUntil = Date.now() + 60_000;
+  const local = (slot: string) => slot.slice(0, 16).replace('T', ' ');
+  const missingNotices = () => {
+    let n = 0;
+    for (const b of bookings)
+      for (const [who, subject] of [
+        [b.client, `Booking received: ${b.serviceName}`],
+        [b.coach, `New booking: ${b.serviceName}`],
+      ] as const)
+        if (
+          !smtp.received.some(
+            (m) => m.to.includes(who.email) && m.subject === subject && m.raw.includes(local(b.slot)),
+          )
+        )
+          n++;
+    return n;
+  };
+  // The e-mail process manager may be minutes behind on a loaded machine: wait for the mail to stop
+  // missing (or 5 minutes), printing progress, before counting what never came.
+  const settleUntil = Date.now() + 300_000;
   await sleep(LEASES.MAIL_LEASE_MS + 3 * LEASES.MAIL_RETRY_INTERVAL_MS);
-  while (expectedMails() > 0 && Date.now() < settleUntil) await sleep(500);
+  let lastReport = 0;
+  while (expectedMails() + missingNotices() > 0 && Date.now() < settleUntil) {
+    if (Date.now() - lastReport > 15_000) {
+      lastReport = Date.now();
+      const health = await fetch(`${svc.base}/healthz`)
+        .then((r) => r.json() as Promise<{ projections?: { name: string; state: string }[] }>)
+        .catch(() => null);
+      const failed = (health?.projections ?? []).filter((p) => p.state === 'failed').map((p) => p.name);
+      say(
+        `  settling: ${expectedMails() + missingNotices()} e-mails still missing` +
+          (failed.length ? `; failed projections: ${failed.join(', ')}` : ''),
+      );
+    }
+    await sleep(1000);
+  }
   await sleep(2000);
 
   // 1. Acknowledged writes lost.
@@ -425,19 +457,7 @@ async function soak(store: 'postgres' | 'pglite') {
   const duplicates = duplicated.reduce((s, d) => s + d.n - 1, 0);
 
   // 3. Acknowledged e-mails never delivered: verification requests, and both booking notices.
-  let undelivered = expectedMails();
-  const local = (slot: string) => slot.slice(0, 16).replace('T', ' ');
-  for (const b of bookings) {
-    for (const [who, subject] of [
-      [b.client, `Booking received: ${b.serviceName}`],
-      [b.coach, `New booking: ${b.serviceName}`],
-    ] as const) {
-      const got = smtp.received.some(
-        (m) => m.to.includes(who.email) && m.subject === subject && m.raw.includes(local(b.slot)),
-      );
-      if (!got) undelivered++;
-    }
-  }
+  const undelivered = expectedMails() + missingNotices();
 
   // 5. Double-booked slots: two live sessions of one coach at the same start.
   let doubleBooked = 0;
