@@ -9,6 +9,7 @@ import { migrate } from './db/migrate';
 import type { EventStore } from './eventstore/types';
 import { createSqlEventStore } from './eventstore/sql';
 import { createEsdbEventStore } from './eventstore/esdb';
+import { UPCASTERS, createUpcasterRegistry, withUpcasting, type Upcaster } from './eventstore/upcasting';
 import { createApp } from './http/app';
 import { keyedNewId } from './http/idempotency';
 import type { AppDeps } from './deps';
@@ -42,6 +43,8 @@ export interface System {
 export interface SystemOverrides {
   db?: Database;
   store?: EventStore;
+  /** Event upcasters (default: the service's own, UPCASTERS). */
+  upcasters?: Upcaster[];
   clock?: () => Date;
   newId?: () => string;
   log?: Logger;
@@ -71,7 +74,10 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   await migrate(db);
   const metrics = createMetrics();
   const rawStore = overrides.store ?? (await openEventStore(config, db));
-  const store = metrics.instrumentStore(rawStore);
+  // Versioned events: every reader of the log (deciders, projections, audit) sees the current shapes.
+  const store = metrics.instrumentStore(
+    withUpcasting(rawStore, createUpcasterRegistry(overrides.upcasters ?? UPCASTERS)),
+  );
   const clock = overrides.clock ?? (() => new Date());
   const mailer = metrics.instrumentMailer(createMailer(config));
   // Each start is a new owner: a restarted process never mistakes its predecessor's leases for its own.

@@ -1,6 +1,7 @@
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { openDatabase, openEventStore } from '../system';
+import { UPCASTERS, createUpcasterRegistry, withUpcasting } from '../eventstore/upcasting';
 import { createLogger } from '../log';
 import { createMailer } from '../mail/mailer';
 import { allProjections } from '../../projections';
@@ -23,7 +24,8 @@ async function main() {
   const log = createLogger({ service: 'rebuild' });
   const db = await openDatabase(config);
   await migrate(db);
-  const store = await openEventStore(config, db);
+  // The same versioned view of the log as the service (src/system.ts).
+  const store = withUpcasting(await openEventStore(config, db), createUpcasterRegistry(UPCASTERS));
   const mailer = createMailer(config); // needed to list the projections; a rebuild never runs a process manager
   try {
     const result = await rebuildReadModels({

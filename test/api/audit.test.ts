@@ -33,7 +33,7 @@ beforeAll(async () => {
   expect(booked.status).toBe(200);
   w = { coach, client, serviceId, session: booked.body[0] };
   await settled();
-}, 60_000);
+}, 120_000);
 afterAll(() => t.close());
 
 describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
