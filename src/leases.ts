@@ -149,6 +149,7 @@ export function createPgLeases(db: Database, opts: LeaseOptions): Leases {
     timer = setTimeout(() => {
       ticking = tick().finally(schedule);
     }, renewEveryMs);
+    timer.unref();
   };
 
   return {
