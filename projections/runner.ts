@@ -1,4 +1,4 @@
-import type { Database, Queryable } from '../src/db/database';
+import { sqlLiteral, type Database, type Queryable } from '../src/db/database';
 import type { EventStore, Position, RecordedEvent, Subscription } from '../src/eventstore/types';
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
@@ -104,6 +104,39 @@ export interface ProjectionRunner {
    * another instance runs, are not waited for).
    */
   waitFor(position: Position, timeoutMs: number, names?: string[]): Promise<boolean>;
+}
+
+interface CheckpointRow {
+  name: string;
+  c: string;
+  p: string;
+}
+
+/**
+ * Locks checkpoint rows, in name order (as the rebuild does) so that two transactions locking several never
+ * deadlock, and turns synchronous commit off for the transaction: read models need not wait for the disk.
+ * Parameterless, to travel with BEGIN; projection names are the code's own.
+ */
+const lockSql = (names: string[]) =>
+  `SELECT set_config('synchronous_commit', 'off', true), name, commit_position::text AS c,
+     prepare_position::text AS p
+   FROM projection_checkpoints WHERE name IN (${names.map(sqlLiteral).join(', ')}) ORDER BY name FOR UPDATE`;
+
+/** Moves checkpoints; parameterless, to travel with COMMIT (positions are bigints, names the code's own). */
+const saveSql = (moves: { name: string; at: Position }[]) =>
+  `UPDATE projection_checkpoints AS k SET commit_position = v.c, prepare_position = v.p, updated_at = now()
+   FROM (VALUES ${moves
+     .map(
+       (m) =>
+         `(${sqlLiteral(m.name)}, ${m.at.commit.toString()}::numeric, ${m.at.prepare.toString()}::numeric)`,
+     )
+     .join(', ')}) AS v(name, c, p) WHERE k.name = v.name`;
+
+/** A shared read-model transaction failed: each of its read models applies the batch alone. */
+class GroupFailed extends Error {
+  constructor(readonly reason: unknown) {
+    super(`shared projection transaction failed: ${message(reason)}`);
+  }
 }
 
 /** Thrown inside a consumer when it was stopped or lost its lease: not a failure of the projection. */
@@ -225,13 +258,13 @@ export function createProjectionRunner(
   };
 
   // ---- one projection ------------------------------------------------------------------------------
-  const loadCheckpoint = async (name: string): Promise<Position> => {
+  const loadCheckpoint = async (name: string): Promise<Position | null> => {
     const res = await db.query<{ c: string; p: string }>(
       'SELECT commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints WHERE name = $1',
       [name],
     );
     const row = res.rows[0];
-    return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : START;
+    return row ? { commit: BigInt(row.c), prepare: BigInt(row.p) } : null;
   };
 
   const ensureActive = (c: Consumer, generation: number) => {
@@ -239,13 +272,103 @@ export function createProjectionRunner(
     if (c.p.lease && leases && !leases.holds(c.p.lease)) throw new LeaseLostError(c.p.lease);
   };
 
+  /** Its checkpoint row, created once (rows are never deleted but by a rebuild, handled when locking). */
+  const ensureRow = async (c: Consumer) => {
+    if (c.rowExists) return;
+    await db.query(
+      `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, -1, -1)
+       ON CONFLICT (name) DO NOTHING`,
+      [c.p.name],
+    );
+    c.rowExists = true;
+  };
+
+  /**
+   * Applies the events after each projection's stored checkpoint and says where each checkpoint moves,
+   * inside a transaction that locked the rows (`locked`): another instance of the service may run the same
+   * read models, and the locked row says what is already applied, so each event lands once whoever gets
+   * there first. A row missing (a rebuild starts its projection over) is created again, from the start.
+   */
+  const applyLocked = async (
+    tx: Queryable,
+    locked: CheckpointRow[],
+    batches: { c: Consumer; events: RecordedEvent[]; mine: RecordedEvent[] }[],
+  ): Promise<string> => {
+    const rows = new Map(locked.map((r) => [r.name, r]));
+    const moves: { name: string; at: Position }[] = [];
+    for (const { c, events, mine } of batches) {
+      let stored = rows.get(c.p.name);
+      if (!stored) {
+        await tx.query(
+          `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, -1, -1)
+           ON CONFLICT (name) DO NOTHING`,
+          [c.p.name],
+        );
+        stored = (await tx.query<CheckpointRow>(lockSql([c.p.name]))).rows[0]!;
+      }
+      const done = { commit: BigInt(stored.c), prepare: BigInt(stored.p) };
+      const last = events[events.length - 1]!.position;
+      if (comparePositions(last, done) <= 0) continue;
+      if (c.p.apply) for (const e of mine) if (comparePositions(e.position, done) > 0) await c.p.apply(tx, e);
+      moves.push({ name: c.p.name, at: last });
+    }
+    return moves.length ? saveSql(moves) : '';
+  };
+
+  // ---- read models applied together ----------------------------------------------------------------
+  // The shared feed wakes every live read model with the same events at once. Instead of one transaction
+  // each (four round trips and a commit apiece), those that reach this point in the same turn of the event
+  // loop share one: their checkpoint rows locked by one statement that travels with BEGIN, the new
+  // positions written by one that travels with COMMIT. Should anything in it fail, nothing of it stays and
+  // each read model applies the batch again in a transaction of its own, where a failure is its own.
+  interface Member {
+    c: Consumer;
+    generation: number;
+    events: RecordedEvent[];
+    mine: RecordedEvent[];
+    resolve: () => void;
+    reject: (err: unknown) => void;
+  }
+  let forming: Member[] = [];
+  const runGroup = async () => {
+    const members = forming.filter((m) => {
+      try {
+        ensureActive(m.c, m.generation);
+        return true;
+      } catch (err) {
+        m.reject(err);
+        return false;
+      }
+    });
+    forming = [];
+    if (members.length === 0) return;
+    try {
+      await db.framedTransaction<CheckpointRow, void>(
+        lockSql(members.map((m) => m.c.p.name)),
+        async (tx, locked) => ({ value: undefined, last: await applyLocked(tx, locked, members) }),
+      );
+      members.forEach((m) => m.resolve());
+    } catch (err) {
+      log.warn('shared read-model transaction failed; each read model applies the batch alone', {
+        projections: members.map((m) => m.c.p.name),
+        error: message(err),
+      });
+      members.forEach((m) => m.reject(new GroupFailed(err)));
+    }
+  };
+  const applyInGroup = (c: Consumer, generation: number, events: RecordedEvent[], mine: RecordedEvent[]) =>
+    new Promise<void>((resolve, reject) => {
+      if (forming.length === 0) setImmediate(() => void runGroup());
+      forming.push({ c, generation, events, mine, resolve, reject });
+    });
+
   /**
    * One transaction: the events' effects and the checkpoint commit together or not at all. A batch the
    * projection has nothing to do with only moves its position in memory (most batches, for most
    * projections); the checkpoint catches up with its next real change, or every SKIP_SAVE_EVERY events,
-   * so a restart re-reads at most that many irrelevant events.
+   * so a restart re-reads at most that many irrelevant events. `alone`: never in a shared transaction.
    */
-  const applyBatch = async (c: Consumer, generation: number, events: RecordedEvent[]) => {
+  const applyBatch = async (c: Consumer, generation: number, events: RecordedEvent[], alone = false) => {
     const { p } = c;
     const mine = events.filter((e) => p.handles.includes(e.type));
     const skipped = c.unsaved + events.length;
@@ -260,50 +383,24 @@ export function createProjectionRunner(
         ensureActive(c, generation);
         await p.react(e);
       }
-    await db.transaction(async (tx) => {
-      // Read models need not wait for the disk: a crash loses the change and its checkpoint together,
-      // and the events (which are durable) are applied again. Only the event store's commits must be.
-      if (p.lease && leases) await leases.fence(tx, p.lease);
-      // Another instance of the service may run the same projection: the checkpoint row, locked for the
-      // transaction, says what is already applied, so each event lands once whoever gets there first.
-      // The same statement turns synchronous commit off for the transaction (one round trip fewer).
-      if (!c.rowExists)
-        await tx.query(
-          `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, -1, -1)
-           ON CONFLICT (name) DO NOTHING`,
-          [p.name],
-        );
-      const lockRow = async () =>
-        (
-          await tx.query<{ c: string; p: string }>(
-            `SELECT set_config('synchronous_commit', 'off', true), commit_position::text AS c,
-               prepare_position::text AS p
-             FROM projection_checkpoints WHERE name = $1 FOR UPDATE`,
-            [p.name],
-          )
-        ).rows[0];
-      let stored = await lockRow();
-      if (!stored) {
-        // Removed meanwhile (a rebuild starts the projection over): created again, from the start.
-        await tx.query(
-          `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, -1, -1)
-           ON CONFLICT (name) DO NOTHING`,
-          [p.name],
-        );
-        stored = (await lockRow())!;
-      }
-      const done = { commit: BigInt(stored.c), prepare: BigInt(stored.p) };
-      const last = events[events.length - 1]!.position;
-      if (comparePositions(last, done) <= 0) return;
-      if (p.apply) for (const e of mine) if (comparePositions(e.position, done) > 0) await p.apply(tx, e);
-      await tx.query(
-        `UPDATE projection_checkpoints SET commit_position = $2::numeric, prepare_position = $3::numeric,
-           updated_at = now() WHERE name = $1`,
-        [p.name, last.commit.toString(), last.prepare.toString()],
+    await ensureRow(c);
+    let shared = false;
+    if (!alone && !p.react && !p.lease)
+      shared = await applyInGroup(c, generation, events, mine).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof GroupFailed) return false;
+          throw err;
+        },
       );
-    });
+    // Read models need not wait for the disk: a crash loses the change and its checkpoint together, and
+    // the events (which are durable) are applied again. Only the event store's commits must be durable.
+    if (!shared)
+      await db.framedTransaction<CheckpointRow, void>(lockSql([p.name]), async (tx, locked) => {
+        if (p.lease && leases) await leases.fence(tx, p.lease);
+        return { value: undefined, last: await applyLocked(tx, locked, [{ c, events, mine }]) };
+      });
     c.unsaved = 0;
-    c.rowExists = true;
   };
 
   const applied = (c: Consumer, position: Position) => {
@@ -326,7 +423,7 @@ export function createProjectionRunner(
       for (const e of events) {
         for (let attempt = 1; ; attempt++) {
           try {
-            await applyBatch(c, generation, [e]);
+            await applyBatch(c, generation, [e], true);
             break;
           } catch (err) {
             if (err instanceof Deactivated || err instanceof LeaseLostError) throw err;
@@ -405,7 +502,8 @@ export function createProjectionRunner(
       for (let attempt = 1; ; attempt++) {
         try {
           const from = await loadCheckpoint(c.p.name);
-          c.at = from === START ? null : from;
+          c.rowExists = from !== null;
+          c.at = from;
           break;
         } catch (err) {
           ensureActive(c, generation);

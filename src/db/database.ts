@@ -15,7 +15,20 @@ export interface Database extends Queryable {
   readonly kind: 'pg' | 'pglite';
   /** Runs fn in one transaction: commit when it resolves, roll back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * One transaction in two fewer round trips: `first` travels with BEGIN and the `last` that fn returns
+   * travels with COMMIT (node-postgres sends each pair as one simple query). Both must be parameterless SQL
+   * (build literals with `sqlLiteral`); fn gets the rows of `first`. Commit when fn resolves, roll back
+   * when it throws or `last` fails.
+   */
+  framedTransaction<R, T>(
+    first: string,
+    fn: (tx: Queryable, rows: R[]) => Promise<{ value: T; last: string }>,
+  ): Promise<T>;
   /** LISTEN on a channel; resolves to an unlisten function. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
+
+/** A SQL string literal for the parameterless statements of `framedTransaction`. */
+export const sqlLiteral = (value: string): string => `'${value.replace(/'/g, "''")}'`;

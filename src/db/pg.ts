@@ -14,36 +14,53 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
   };
 
+  /** BEGIN (with whatever travels with it), fn, then COMMIT (with whatever fn sends along), on one client. */
+  const inTransaction = async <T>(
+    begin: string,
+    fn: (tx: Queryable, rows: unknown[]) => Promise<{ value: T; last: string }>,
+  ): Promise<T> => {
+    const client = await pool.connect();
+    // A connection lost between two statements is reported as an 'error' event; the next statement fails
+    // anyway, so the event only needs a listener (without one Node would end the process).
+    let lost = false;
+    const onLost = () => {
+      lost = true;
+    };
+    client.on('error', onLost);
+    try {
+      // Several statements in one simple query answer an array of results: the last one is `first`'s.
+      const opened = (await client.query(begin)) as unknown as { rows: unknown[] } | { rows: unknown[] }[];
+      const rows = Array.isArray(opened) ? opened[opened.length - 1]!.rows : opened.rows;
+      const tx: Queryable = {
+        query: async <R>(sql: string, params?: unknown[]) => {
+          const res = await client.query(sql, params as unknown[]);
+          return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+        },
+      };
+      const { value, last } = await fn(tx, rows);
+      // An error in `last` ends the simple query before its COMMIT: the catch below rolls back.
+      await client.query(last ? `${last}; COMMIT` : 'COMMIT');
+      return value;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.off('error', onLost);
+      client.release(lost); // a lost connection is destroyed, not handed to the next caller
+    }
+  };
+
   return {
     kind: 'pg',
     query,
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      // A connection lost between two statements is reported as an 'error' event; the next statement fails
-      // anyway, so the event only needs a listener (without one Node would end the process).
-      let lost = false;
-      const onLost = () => {
-        lost = true;
-      };
-      client.on('error', onLost);
-      try {
-        await client.query('BEGIN');
-        const tx: Queryable = {
-          query: async <R>(sql: string, params?: unknown[]) => {
-            const res = await client.query(sql, params as unknown[]);
-            return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
-          },
-        };
-        const result = await fn(tx);
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
-        client.off('error', onLost);
-        client.release(lost); // a lost connection is destroyed, not handed to the next caller
-      }
+    transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      return inTransaction('BEGIN', async (tx) => ({ value: await fn(tx), last: '' }));
+    },
+    framedTransaction<R, T>(
+      first: string,
+      fn: (tx: Queryable, rows: R[]) => Promise<{ value: T; last: string }>,
+    ): Promise<T> {
+      return inTransaction(`BEGIN; ${first}`, (tx, rows) => fn(tx, rows as R[]));
     },
     async listen(channel, onNotify) {
       // A dedicated connection. If the server drops it (restart, failover), it is replaced after a pause,

@@ -25,22 +25,33 @@ export async function createPgliteDatabase(dataDir?: string): Promise<Database> 
     // affectedRows counts DML; a SELECT reports 0 there, so its rows count instead.
     return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
   };
+  const transaction = <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> =>
+    exclusive(async () => {
+      await raw('BEGIN');
+      try {
+        const result = await fn({ query: raw });
+        await raw('COMMIT');
+        return result;
+      } catch (err) {
+        await raw('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
   const listeners = new Map<string, Set<(payload: string) => void>>();
 
   return {
     kind: 'pglite',
     query: (sql, params) => exclusive(() => raw(sql, params)),
-    transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return exclusive(async () => {
-        await raw('BEGIN');
-        try {
-          const result = await fn({ query: raw });
-          await raw('COMMIT');
-          return result;
-        } catch (err) {
-          await raw('ROLLBACK').catch(() => undefined);
-          throw err;
-        }
+    transaction,
+    framedTransaction<R, T>(
+      first: string,
+      fn: (tx: Queryable, rows: R[]) => Promise<{ value: T; last: string }>,
+    ): Promise<T> {
+      // One connection in the process: no round trips to save, so the statements simply run in turn.
+      return transaction(async (tx) => {
+        const { value, last } = await fn(tx, (await tx.query<R>(first)).rows);
+        if (last) await tx.query(last);
+        return value;
       });
     },
     async listen(channel, onNotify) {

@@ -37,6 +37,10 @@ function severable(db: Database) {
       guard();
       return db.transaction(fn);
     },
+    framedTransaction: (first, fn) => {
+      guard();
+      return db.framedTransaction(first, fn);
+    },
   };
   return { db: view, cut: () => (cut = true) };
 }

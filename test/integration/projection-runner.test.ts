@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Database } from '../../src/db/database';
 import { migrate } from '../../src/db/migrate';
 import { createSqlEventStore } from '../../src/eventstore/sql';
 import type { EventStore } from '../../src/eventstore/types';
@@ -232,6 +233,57 @@ describe('projection runner: one subscription per process, fanned out', () => {
       await runner.stop();
     }
   });
+  it('applies a batch to every live read model in one shared transaction', async () => {
+    const names = ['group-a', 'group-b', 'group-c'];
+    const head = await store.headPosition();
+    for (const name of names)
+      await database.db.query(
+        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
+        [name, head.commit.toString()],
+      );
+    let transactions = 0;
+    const counted: Database = {
+      ...database.db,
+      kind: database.db.kind,
+      transaction: (fn) => {
+        transactions++;
+        return database.db.transaction(fn);
+      },
+      framedTransaction: (first, fn) => {
+        transactions++;
+        return database.db.framedTransaction(first, fn);
+      },
+    };
+    // Read models (no reaction): they may share a transaction.
+    const readModel = (name: string): Projection => ({
+      name,
+      handles: ['Numbered'],
+      async apply(tx, e) {
+        await tx.query('INSERT INTO seen (projection, n) VALUES ($1, $2)', [
+          name,
+          (e.data as { n: number }).n,
+        ]);
+      },
+    });
+    const runner = createProjectionRunner(store, counted, names.map(readModel), log);
+    await runner.start();
+    try {
+      // Once caught up, all three are fed by the shared subscription.
+      while (runner.status().some((st) => st.mode !== 'live')) await new Promise((r) => setTimeout(r, 10));
+      transactions = 0;
+      const end = await store.append(`num-${randomUUID()}`, [{ type: 'Numbered', data: { n: 500 } }]);
+      expect(await runner.waitFor(end.position, 10_000)).toBe(true);
+      for (const name of names) expect(await rows(name)).toContain(500);
+      expect(transactions).toBe(1);
+      const saved = await database.db.query<{ c: string }>(
+        'SELECT commit_position::text AS c FROM projection_checkpoints WHERE name = ANY($1::text[])',
+        [names],
+      );
+      expect(saved.rows.map((r) => r.c)).toEqual(names.map(() => end.position.commit.toString()));
+    } finally {
+      await runner.stop();
+    }
+  });
 });
 
 describe('projection runner with two instances of the service', () => {
@@ -248,8 +300,19 @@ describe('projection runner with two instances of the service', () => {
         await tx.query('INSERT INTO seen (event_id, n) VALUES ($1, $2)', [e.id, (e.data as { n: number }).n]);
       },
     });
-    const a = createProjectionRunner(store, database.db, [projection()], log, { batchSize: 3 });
-    const b = createProjectionRunner(store, database.db, [projection()], log, { batchSize: 5 });
+    // Each runner also runs two read models that share its transactions: the checkpoint rows are locked
+    // in one order everywhere, so the two instances never deadlock.
+    const other = (name: string): Projection => ({
+      name,
+      handles: ['Numbered'],
+      apply: async () => undefined,
+    });
+    const a = createProjectionRunner(store, database.db, [other('x'), projection(), other('y')], log, {
+      batchSize: 3,
+    });
+    const b = createProjectionRunner(store, database.db, [other('y'), projection(), other('x')], log, {
+      batchSize: 5,
+    });
     try {
       await Promise.all([a.start(), b.start()]);
       let last;
@@ -259,7 +322,7 @@ describe('projection runner with two instances of the service', () => {
       expect(await b.waitFor(last!.position, 10_000)).toBe(true);
       const rows = await database.db.query<{ n: number }>('SELECT n FROM seen ORDER BY n');
       expect(rows.rows.map((r) => r.n)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
-      expect([...a.status(), ...b.status()].map((s) => s.state)).toEqual(['running', 'running']);
+      expect([...a.status(), ...b.status()].map((s) => s.state)).toEqual(Array(6).fill('running'));
     } finally {
       await a.stop();
       await b.stop();
