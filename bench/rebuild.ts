@@ -14,93 +14,9 @@ import { rebuildReadModels } from '../src/rebuild/rebuild';
 import { progressPrinter } from '../src/rebuild/progress';
 import { createLogger } from '../src/log';
 import { createMailer } from '../src/mail/mailer';
+import { insertGeneratedLog } from '../test/support/generatedLog';
 
 const TOTAL = Number(process.env.BENCH_REBUILD_EVENTS ?? 200_000);
-const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString();
-
-/** One user's history: 10 events touching profiles, addresses, payments, payment history and notifications. */
-function userHistory(i: number): [string, { type: string; data: unknown }[]][] {
-  const userId = randomUUID();
-  const coachId = randomUUID();
-  const paymentId = randomUUID();
-  const groupId = randomUUID();
-  const profile = { type: 'client', firstName: `User ${i}`, lastName: 'Bench', email: `u${i}@example.com` };
-  const fields = {
-    lat: 52.5,
-    lng: 13.4,
-    zoom: 10,
-    name: 'Home',
-    address: 'Alexanderplatz 1',
-    country: 'DE',
-    state: '',
-    city: 'Berlin',
-    line1: 'Alexanderplatz 1',
-    line2: '',
-    zip: '10178',
-    details: '',
-  };
-  const move = (from: string, to: string, n: number) => ({
-    type: 'PaymentStatusChanged',
-    data: { paymentId, groupId, from, to, at: at(i + n), reason: 'provider' },
-  });
-  const notification = (n: number) => ({
-    type: 'NotificationCreated',
-    data: {
-      notificationId: randomUUID(),
-      userId,
-      type: 'session',
-      contentType: 'session',
-      contentId: randomUUID(),
-      message: `Notice ${n}`,
-      causationEventId: randomUUID(),
-      createdAt: at(i + n),
-    },
-  });
-  return [
-    [
-      `profile-${userId}`,
-      [
-        {
-          type: 'UserProfileUpserted',
-          data: { userId, profile, changed: Object.keys(profile), created: true, upsertedAt: at(i) },
-        },
-      ],
-    ],
-    [
-      `addresses-${userId}`,
-      [
-        { type: 'AddressAdded', data: { addressId: randomUUID(), userId, fields, addedAt: at(i) } },
-        { type: 'AddressAdded', data: { addressId: randomUUID(), userId, fields, addedAt: at(i + 1) } },
-      ],
-    ],
-    [
-      `payment-${paymentId}`,
-      [
-        {
-          type: 'PaymentCreated',
-          data: {
-            paymentId,
-            groupId,
-            status: 'awaiting',
-            price: 40,
-            currency: 'EUR',
-            methodId: 1,
-            method: 'card',
-            coachId,
-            clientId: userId,
-            serviceId: randomUUID(),
-            expiresAt: at(i + 600),
-            createdAt: at(i),
-          },
-        },
-        move('awaiting', 'checkout', 2),
-        move('checkout', 'received', 3),
-        move('received', 'delivered', 4),
-      ],
-    ],
-    [`notifications-${userId}`, [notification(1), notification(2), notification(3)]],
-  ];
-}
 
 async function main() {
   const server = process.env.DATABASE_URL;
@@ -120,29 +36,7 @@ async function main() {
     const store = await createSqlEventStore(db);
     // Written in bulk (the figure measured is the rebuild, not the appends): a few thousand events per
     // INSERT, in the shape and order the store itself writes them.
-    let written = 0;
-    for (let i = 0; written < TOTAL;) {
-      const rows: [string, string, number, string, string, string][] = [];
-      for (; rows.length < 5000 && written < TOTAL; i++)
-        for (const [stream, events] of userHistory(i))
-          for (const [revision, e] of events.entries())
-            if (written < TOTAL) {
-              rows.push([randomUUID(), stream, revision, e.type, JSON.stringify(e.data), '{}']);
-              written++;
-            }
-      const column = (k: number) => rows.map((r) => r[k]);
-      await db.query(
-        `INSERT INTO es_events (event_id, stream_name, revision, type, data, metadata)
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::jsonb[], $6::jsonb[])`,
-        [0, 1, 2, 3, 4, 5].map(column),
-      );
-      await db.query(
-        `INSERT INTO es_streams (stream_name, revision)
-         SELECT stream_name, max(revision) FROM es_events WHERE stream_name = ANY($1::text[]) GROUP BY 1
-         ON CONFLICT (stream_name) DO UPDATE SET revision = EXCLUDED.revision`,
-        [[...new Set(column(1))]],
-      );
-    }
+    await insertGeneratedLog(db, TOTAL);
     const log = createLogger({ service: 'bench' });
     const mailer = createMailer({ mailFrom: 'bench@example.com', dataDir: '/tmp' });
     const projections = allProjections({ store, db, mailer, log, clock: () => new Date() });

@@ -5,20 +5,26 @@ import { UPCASTERS, createUpcasterRegistry, withUpcasting } from '../eventstore/
 import { createLogger } from '../log';
 import { createMailer } from '../mail/mailer';
 import { allProjections } from '../../projections';
-import { RebuildError, rebuildReadModels } from '../rebuild/rebuild';
+import { RebuildBusyError, RebuildError, rebuildReadModels } from '../rebuild/rebuild';
 import { progressPrinter } from '../rebuild/progress';
 
 /**
- * npm run rebuild [-- --verify] [-- <read model> …]: rebuilds read models from the event log next to the
- * live ones and swaps them in (or, with --verify, compares them row by row and exits 1 on a difference).
- * Safe while the service runs on PostgreSQL; embedded PGlite allows one process, so stop the service first.
+ * npm run rebuild [-- --verify] [-- --page-size=<n>] [-- <read model> …]: rebuilds read models from the
+ * event log next to the live ones and swaps them in (or, with --verify, compares them row by row and exits
+ * 1 on a difference). Safe while the service runs on PostgreSQL; embedded PGlite allows one process, so
+ * stop the service first. One rebuild or verify at a time per database: a second one exits 3 at once.
+ * Exit status: 0 done (for --verify: no difference), 1 differences found, 2 failed, 3 another is running.
  */
 async function main() {
   const args = process.argv.slice(2);
   const verify = args.includes('--verify');
   const names = args.filter((a) => !a.startsWith('--'));
-  const unknownFlag = args.find((a) => a.startsWith('--') && a !== '--verify');
-  if (unknownFlag) throw new RebuildError(`unknown option ${unknownFlag} (only --verify)`);
+  const pageArg = args.find((a) => a.startsWith('--page-size='));
+  const pageSize = pageArg ? Number(pageArg.slice('--page-size='.length)) : undefined;
+  if (pageSize !== undefined && !(Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= 100_000))
+    throw new RebuildError(`--page-size takes a whole number of events from 1 to 100000, got ${pageArg}`);
+  const unknownFlag = args.find((a) => a.startsWith('--') && a !== '--verify' && a !== pageArg);
+  if (unknownFlag) throw new RebuildError(`unknown option ${unknownFlag} (--verify, --page-size=<n>)`);
 
   const config = loadConfig();
   const log = createLogger({ service: 'rebuild' });
@@ -34,8 +40,11 @@ async function main() {
       projections: allProjections({ store, db, mailer, log, clock: () => new Date() }),
       names,
       verify,
+      ...(pageSize ? { pageSize } : {}),
       onProgress: progressPrinter(process.stderr),
     });
+    if (result.leftovers.length)
+      console.log(`dropped what an interrupted rebuild left behind: schema ${result.leftovers.join(', ')}`);
     const rate = Math.round(result.events / (result.ms / 1000));
     console.log(
       `${verify ? 'verified' : 'rebuilt'} ${result.readModels.join(', ')}: ${result.events} events in ` +
@@ -58,5 +67,5 @@ async function main() {
 
 main().catch((err) => {
   console.error(err instanceof RebuildError ? `rebuild: ${err.message}` : err);
-  process.exitCode = 2;
+  process.exitCode = err instanceof RebuildBusyError ? 3 : 2;
 });

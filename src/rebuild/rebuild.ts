@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { escapeLiteral } from 'pg';
 import type { Database, Queryable } from '../db/database';
 import {
   START,
@@ -42,6 +43,11 @@ export class RebuildError extends Error {
   override name = 'RebuildError';
 }
 
+/** Another rebuild (or verify) holds the rebuild lock of this database and schema. */
+export class RebuildBusyError extends RebuildError {
+  override name = 'RebuildBusyError';
+}
+
 export interface RebuildProgress {
   phase: 'replay' | 'catch-up' | 'swap' | 'compare' | 'done';
   /** Events read from the log so far. */
@@ -71,6 +77,8 @@ export interface RebuildResult {
   /** Position the read models were rebuilt (or verified) up to; per read model for verify. */
   positions: Record<string, { commit: string; prepare: string } | null>;
   differences: TableDifference[];
+  /** Shadow schemas left by an interrupted rebuild (a killed process), dropped before this one started. */
+  leftovers: string[];
   ms: number;
 }
 
@@ -136,12 +144,94 @@ async function applyEvents(
 
 const RETRY = Symbol('retry');
 
+/** Key of the advisory lock one rebuild or verify holds per database and live schema (see withRebuildLock). */
+export const REBUILD_LOCK = 7150003;
+/** What a rebuild's shadow schema is named and labelled with, so a later one can find it if it is left over. */
+const SHADOW_NAME = /^(rebuild|retired)_[0-9a-f]{12}$/;
+const shadowLabel = (live: string) => `rebuild shadow of ${live}`;
+
+/** PGlite runs in one process: the rebuilds running in it, per database. */
+const runningInProcess = new WeakSet<Database>();
+
+/**
+ * One rebuild or verify at a time per database and live schema. On PostgreSQL the holder keeps a
+ * transaction open on one pooled connection with `pg_try_advisory_xact_lock`; a second one fails at once
+ * with RebuildBusyError (naming the holder's backend) rather than waiting behind it. The lock ends with the
+ * holder's connection, so a rebuild killed with SIGKILL releases it as soon as PostgreSQL sees the socket
+ * close. Under the lock, shadow schemas of this live schema are leftovers of an interrupted rebuild (every
+ * rebuild creates its own only while holding the lock): they are dropped before the new one starts.
+ * Embedded PGlite opens in one process at a time, so there an in-process flag is the whole lock.
+ */
+async function withRebuildLock<T>(
+  db: Database,
+  run: (live: string, leftovers: string[]) => Promise<T>,
+): Promise<T> {
+  const live = (await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+  const dropLeftovers = async () => {
+    const found = await db.query<{ name: string }>(
+      `SELECT nspname AS name FROM pg_namespace
+       WHERE nspname ~ '^(rebuild|retired)_[0-9a-f]{12}$'
+         AND coalesce(obj_description(oid, 'pg_namespace'), $1) = $1
+       ORDER BY nspname`,
+      [shadowLabel(live)],
+    );
+    const names = found.rows.map((r) => r.name).filter((n) => SHADOW_NAME.test(n));
+    for (const n of names) await db.query(`DROP SCHEMA IF EXISTS ${ident(n)} CASCADE`);
+    return names;
+  };
+  if (db.kind === 'pglite') {
+    if (runningInProcess.has(db)) throw new RebuildBusyError('a rebuild is already running in this process');
+    runningInProcess.add(db);
+    try {
+      return await run(live, await dropLeftovers());
+    } finally {
+      runningInProcess.delete(db);
+    }
+  }
+  return db.transaction(async (lock) => {
+    const got = await lock.query<{ ok: boolean }>(
+      'SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok',
+      [REBUILD_LOCK, live],
+    );
+    if (!got.rows[0]!.ok) {
+      const holder = await db.query<{ pid: number; since: string | null; app: string }>(
+        `SELECT a.pid, to_char(a.xact_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS since,
+                a.application_name AS app
+         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objsubid = 2
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         LIMIT 1`,
+        [REBUILD_LOCK],
+      );
+      const h = holder.rows[0];
+      throw new RebuildBusyError(
+        `another rebuild or verify is running on this database (schema ${live}` +
+          (h ? `, PostgreSQL backend ${h.pid}${h.since ? ` since ${h.since}` : ''}` : '') +
+          '); run this one when it has finished',
+      );
+    }
+    return run(live, await dropLeftovers());
+  });
+}
+
+/**
+ * Rebuilds (or with `verify`, proves) the read models; one at a time per database (withRebuildLock), and
+ * after dropping what an interrupted one left behind.
+ */
 export async function rebuildReadModels(opts: RebuildOptions): Promise<RebuildResult> {
+  const models = readModelsOf(opts.projections, opts.names);
+  return withRebuildLock(opts.db, (live, leftovers) => runRebuild(opts, models, live, leftovers));
+}
+
+async function runRebuild(
+  opts: RebuildOptions,
+  models: Projection[],
+  live: string,
+  leftovers: string[],
+): Promise<RebuildResult> {
   const { db, store, verify = false, pageSize = 2000, onProgress } = opts;
   const started = performance.now();
-  const models = readModelsOf(opts.projections, opts.names);
   const tables = models.flatMap((m) => READ_MODEL_TABLES[m.name]!);
-  const live = (await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
   const tag = randomUUID().replace(/-/g, '').slice(0, 12);
   const shadow = `rebuild_${tag}`;
   const retired = `retired_${tag}`;
@@ -226,6 +316,7 @@ export async function rebuildReadModels(opts: RebuildOptions): Promise<RebuildRe
 
   await db.query(`CREATE SCHEMA ${ident(shadow)}`);
   try {
+    await db.query(`COMMENT ON SCHEMA ${ident(shadow)} IS ${escapeLiteral(shadowLabel(live))}`);
     await db.transaction(async (tx) => {
       for (const t of tables) await createShadowTable(tx, live, shadow, t);
     });
@@ -289,6 +380,7 @@ export async function rebuildReadModels(opts: RebuildOptions): Promise<RebuildRe
           events,
           positions: Object.fromEntries(models.map((m) => [m.name, fmt(end.get(m.name)!)])),
           differences,
+          leftovers,
           ms: performance.now() - started,
         };
       });

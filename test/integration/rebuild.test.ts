@@ -1,5 +1,6 @@
 import { allProjections } from '../../projections';
 import {
+  RebuildBusyError,
   RebuildError,
   readModelsOf,
   rebuildReadModels,
@@ -184,6 +185,41 @@ describe('npm run rebuild (rebuildReadModels)', () => {
     expect((await rebuild({ verify: true })).differences).toEqual([]);
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.received.length).toBe(mails);
+  });
+});
+
+describe('one rebuild at a time, and what an interrupted one left behind', () => {
+  it('refuses a second rebuild or verify while one runs (RebuildBusyError), on PostgreSQL and PGlite', async () => {
+    const runs = await Promise.allSettled([rebuild({ pageSize: 5 }), rebuild({ verify: true })]);
+    expect(runs.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const refused = runs.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(refused.reason).toBeInstanceOf(RebuildBusyError);
+    // Once it is over, the next one runs.
+    expect((await rebuild({ verify: true })).differences).toEqual([]);
+  });
+
+  it('drops the shadow schemas of an interrupted rebuild of this schema, and only those', async () => {
+    const { db } = t.system.deps;
+    const live = (await db.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+    const stale = 'rebuild_0123456789ab';
+    const foreign = 'rebuild_ba9876543210';
+    await db.query(`CREATE SCHEMA ${stale}`);
+    await db.query(`COMMENT ON SCHEMA ${stale} IS 'rebuild shadow of ${live}'`);
+    await db.query(`CREATE TABLE ${stale}.sessions (id text)`);
+    await db.query(`CREATE SCHEMA ${foreign}`);
+    await db.query(`COMMENT ON SCHEMA ${foreign} IS 'rebuild shadow of some_other_schema'`);
+    try {
+      const result = await rebuild({ verify: true });
+      expect(result.leftovers).toEqual([stale]);
+      expect(result.differences).toEqual([]);
+      const left = await db.query<{ n: string }>(
+        `SELECT nspname AS n FROM pg_namespace WHERE nspname ~ '^rebuild_' ORDER BY 1`,
+      );
+      expect(left.rows.map((r) => r.n)).toEqual([foreign]);
+    } finally {
+      await db.query(`DROP SCHEMA IF EXISTS ${foreign} CASCADE`);
+      await db.query(`DROP SCHEMA IF EXISTS ${stale} CASCADE`);
+    }
   });
 });
 
