@@ -7,7 +7,8 @@ import { createSystem } from '../../src/system';
  * One service instance as its own OS process, for tests that run several and kill one (`SIGKILL` is only
  * honest on a real process). Configured from the environment like `src/main.ts`; listens on an ephemeral
  * port and tells the parent over IPC. The clock is the wall clock plus an offset the parent can move
- * (`{type: 'advance', ms}`), so a test can let payment deadlines pass without waiting for them.
+ * (`{type: 'advance', ms}`), so a test can let payment deadlines pass without waiting for them;
+ * `{type: 'memory'}` answers its `process.memoryUsage()` (after a full GC under `--expose-gc`).
  */
 let offsetMs = 0;
 
@@ -19,6 +20,12 @@ async function main() {
     if (m.type === 'advance') {
       offsetMs += m.ms ?? 0;
       process.send?.({ type: 'advanced', id: m.id });
+    }
+    // What the process holds in memory, for tests that bound it (e.g. a streamed export); after a full
+    // garbage collection when started with --expose-gc, so heapUsed is what is retained.
+    if (m.type === 'memory') {
+      (globalThis as { gc?: () => void }).gc?.();
+      process.send?.({ type: 'memory', id: m.id, ...process.memoryUsage() });
     }
   });
   process.once('SIGTERM', () => {
