@@ -1,6 +1,7 @@
 import { isLeft } from 'fp-ts/Either';
 import type { Decider, DomainError, DomainEvent } from './decider';
 import type { EventMetadata, EventStore, Position, StreamAppend } from './eventstore/types';
+import { loadState, remember, type Folder } from './foldedStates';
 import { WrongExpectedRevisionError } from './eventstore/types';
 
 export type CommandOutcome<E, S> =
@@ -30,13 +31,9 @@ export class ConcurrencyConflictError extends Error {
 export async function readState<E extends DomainEvent, S>(
   store: EventStore,
   streamName: string,
-  decider: Pick<Decider<never, E, S>, 'initialState' | 'evolve'>,
+  decider: Folder<E, S>,
 ): Promise<S> {
-  const { events } = await store.readStream(streamName);
-  return events.reduce(
-    (s, r) => decider.evolve(s, { type: r.type, data: r.data } as E),
-    decider.initialState(),
-  );
+  return (await loadState(store, streamName, decider)).state;
 }
 
 /**
@@ -59,9 +56,11 @@ export async function handleCommand<C, E extends DomainEvent, S>(
 ): Promise<CommandOutcome<E, S>> {
   const tag = metadata.idempotencyTag;
   for (let attempt = 0; ; attempt++) {
-    const { events: recorded, revision } = await store.readStream(streamName);
-    const history = recorded.map((r) => ({ type: r.type, data: r.data }) as E);
-    const state = history.reduce(decider.evolve, decider.initialState());
+    // A keyed request reads the whole stream, to find what an earlier run of it stored; others fold only
+    // what the stream got since this process last folded it.
+    const { state, revision, observed, recorded } = await loadState(store, streamName, decider, {
+      whole: typeof tag === 'string',
+    });
     if (typeof tag === 'string') {
       // A keyed request run again after a crash (or a concurrent repeat after the key's lease): what the
       // first run stored in this stream is its outcome; deciding again could book twice or refuse.
@@ -78,10 +77,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     const decided = decider.decide(command, state);
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;
-    if (events.length === 0) {
-      const observed = recorded.length ? recorded[recorded.length - 1]!.position : null;
-      return { ok: true, events, state, position: null, observed, alongside: false };
-    }
+    if (events.length === 0) return { ok: true, events, state, position: null, observed, alongside: false };
     const own: StreamAppend = {
       streamName,
       events: events.map((e) => ({ type: e.type, data: e.data, metadata })),
@@ -92,10 +88,16 @@ export async function handleCommand<C, E extends DomainEvent, S>(
       const written = others.length
         ? await store.appendMany!([own, ...others])
         : [await store.append(streamName, own.events, { expectedRevision: revision })];
+      const after = events.reduce(decider.evolve, state);
+      remember(store, decider, streamName, {
+        state: after,
+        revision: written[0]!.nextRevision,
+        position: written[0]!.position,
+      });
       return {
         ok: true,
         events,
-        state: events.reduce(decider.evolve, state),
+        state: after,
         position: written[written.length - 1]!.position,
         alongside: others.length > 0,
       };

@@ -185,7 +185,7 @@ export function createEsdbEventStore(connectionString: string): EventStore {
         throw err;
       }
     },
-    readStream: (streamName) =>
+    readStream: (streamName, opts) =>
       retrying(async () => {
         const events: RecordedEvent[] = [];
         // The revision is the stream's, from its last event whatever it is: an event this adapter does not
@@ -193,7 +193,10 @@ export function createEsdbEventStore(connectionString: string): EventStore {
         let revision: bigint | 'no_stream' = 'no_stream';
         try {
           await consume(
-            client.readStream(streamName, { direction: FORWARDS, fromRevision: ESDB_START }),
+            client.readStream(streamName, {
+              direction: FORWARDS,
+              fromRevision: opts?.fromRevision ?? ESDB_START,
+            }),
             (resolved) => {
               if (resolved.event) revision = resolved.event.revision;
               const r = toRecorded(resolved);

@@ -383,10 +383,10 @@ export async function createSqlEventStore(
       return (await appendGroup([{ streamName, events, expectedRevision }]))[0]!;
     },
     appendMany: appendGroup,
-    async readStream(streamName) {
+    async readStream(streamName, opts) {
       const res = await db.query<EventRow>(
-        `SELECT ${COLUMNS} FROM es_events WHERE stream_name = $1 ORDER BY revision`,
-        [streamName],
+        `SELECT ${COLUMNS} FROM es_events WHERE stream_name = $1 AND revision >= $2::bigint ORDER BY revision`,
+        [streamName, String(opts?.fromRevision ?? 0n)],
       );
       const events = res.rows.map(toRecorded);
       return { events, revision: events.length ? events[events.length - 1]!.revision : 'no_stream' };

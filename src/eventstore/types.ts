@@ -136,7 +136,11 @@ export interface EventStore {
    * rely on a process manager to finish what a crash interrupted.
    */
   appendMany?(appends: StreamAppend[]): Promise<AppendResult[]>;
-  readStream(streamName: string): Promise<ReadStreamResult>;
+  /**
+   * A stream's events in order; with `fromRevision`, only those from that revision on (a cached fold reads
+   * just its tail). `revision` is the last returned event's ('no_stream' when none was returned).
+   */
+  readStream(streamName: string, opts?: { fromRevision?: bigint }): Promise<ReadStreamResult>;
   /** Reads the global log strictly after `from`, up to `limit` events, in order. */
   readAll(from: Position, limit?: number): Promise<RecordedEvent[]>;
   subscribe(opts: SubscribeOptions): Subscription;

@@ -64,8 +64,8 @@ export function withUpcasting(store: EventStore, registry: UpcasterRegistry): Ev
           appendMany: (appends) => store.appendMany!(appends.map((a) => ({ ...a, events: stamp(a.events) }))),
         }
       : {}),
-    readStream: async (streamName) => {
-      const res = await store.readStream(streamName);
+    readStream: async (streamName, opts) => {
+      const res = await store.readStream(streamName, opts);
       return { ...res, events: res.events.map(up) };
     },
     readAll: async (from, limit) => (await store.readAll(from, limit)).map(up),

@@ -60,6 +60,19 @@ export function eventStoreContract(getStore: () => EventStore) {
     expect(comparePositions(read.events[0]!.position, read.events[1]!.position)).toBeLessThan(0);
   });
 
+  it('reads a stream from a revision on: the tail a kept fold needs, empty past the end', async () => {
+    const store = getStore();
+    const s = stream();
+    await store.append(s, [ev('A', { n: 0 }), ev('B', { n: 1 }), ev('C', { n: 2 })]);
+    const tail = await store.readStream(s, { fromRevision: 1n });
+    expect(tail.events.map((e) => [e.type, e.revision])).toEqual([
+      ['B', 1n],
+      ['C', 2n],
+    ]);
+    expect(tail.revision).toBe(2n);
+    expect((await store.readStream(s, { fromRevision: 3n })).events).toEqual([]);
+  });
+
   it('reads a stream that does not exist as empty with revision no_stream', async () => {
     expect(await getStore().readStream(stream())).toEqual({ events: [], revision: 'no_stream' });
   });
