@@ -20,7 +20,16 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { loadConfig } from '../src/config';
 import { signToken, type Role } from '../src/http/auth';
-import { machine, median, percentile, printTable, scratchDatabase, type Row } from './support';
+import {
+  backendPids,
+  cpuMs,
+  machine,
+  median,
+  percentile,
+  printTable,
+  scratchDatabase,
+  type Row,
+} from './support';
 
 const COACHES = 20;
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -224,6 +233,23 @@ function bareJobs(port: number, count: number, round: number) {
 }
 
 const fmtRate = (xs: number[]) => `${median(xs).toFixed(0)}/s`;
+
+/**
+ * CPU a server and its database connections spend, in ms, from a snapshot to now: the cost of a request
+ * whatever else the machine is doing (rates fall under load; CPU per request much less).
+ */
+async function cpuMeter(pid: number, url: string) {
+  const node = cpuMs([pid]);
+  const pg = new Map((await backendPids(url)).map((p) => [p, cpuMs([p])]));
+  return async () => {
+    let pgNow = 0;
+    for (const p of new Set([...pg.keys(), ...(await backendPids(url))])) {
+      const now = cpuMs([p]);
+      if (now > 0) pgNow += now - (pg.get(p) ?? 0); // a connection closed meanwhile is not counted
+    }
+    return { node: cpuMs([pid]) - node, pg: pgNow };
+  };
+}
 const ok = (l: Load) => l.statuses.get(200) ?? 0;
 
 /** Two slots of one coach overlapping in the log's holds: a double booking. */
@@ -348,19 +374,26 @@ async function postgres(server: string): Promise<Row[]> {
       service: [] as number[],
       bareSelect: [] as number[],
       bookP99: [] as number[],
+      cpu: [] as { node: number; pg: number }[],
+      bareCpu: [] as { node: number; pg: number }[],
     };
     let accepted = 0;
     let attempted = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const jobs = bookingJobs(service.port, m, BOOKINGS, slots);
+      const meter = await cpuMeter(service.child.pid!, svcDb.url);
       const b = await closedLoop(CONCURRENCY, () => jobs.shift() ?? null);
+      await new Promise((r) => setTimeout(r, 300)); // the process managers finish the last bookings
+      r.cpu.push(await meter());
       r.book.push(b.rate);
       r.bookP99.push(b.p99);
       accepted += ok(b);
       attempted += BOOKINGS;
       if (ok(b) !== BOOKINGS) console.log('booking answers:', Object.fromEntries(b.statuses));
       const bj = bareJobs(bare.port, BOOKINGS, round);
+      const bareMeter = await cpuMeter(bare.child.pid!, bareDb.url);
       r.bareBook.push((await closedLoop(CONCURRENCY, () => bj.shift() ?? null)).rate);
+      r.bareCpu.push(await bareMeter());
       r.avail.push((await closedLoop(CONCURRENCY, reads.availability, READ_SECONDS)).rate);
       r.bareSelect.push((await closedLoop(CONCURRENCY, bareRead(), READ_SECONDS)).rate);
       r.profile.push((await closedLoop(CONCURRENCY, reads.profile, READ_SECONDS)).rate);
@@ -375,6 +408,11 @@ async function postgres(server: string): Promise<Row[]> {
         `service ${r.service.map((x) => x.toFixed(0)).join(', ')} vs select ${r.bareSelect.map((x) => x.toFixed(0)).join(', ')}`,
     );
     const sel = median(r.bareSelect);
+    const perBooking = (xs: { node: number; pg: number }[]) => {
+      const node = median(xs.map((x) => x.node)) / BOOKINGS;
+      const pg = median(xs.map((x) => x.pg)) / BOOKINGS;
+      return `${(node + pg).toFixed(2)} ms (Node ${node.toFixed(2)} + PostgreSQL ${pg.toFixed(2)})`;
+    };
     return [
       {
         figure: `bookings (8), ${CONCURRENCY} clients over ${COACHES} coaches, distinct free slots: ${accepted}/${attempted} accepted, ${doubles} double-booked; p99 ${median(r.bookP99).toFixed(0)} ms`,
@@ -382,6 +420,11 @@ async function postgres(server: string): Promise<Row[]> {
         peer: `Koa + pg INSERT ${fmtRate(r.bareBook)}`,
         ratio: median(r.book) / median(r.bareBook),
         bar: 0.5,
+      },
+      {
+        figure: 'CPU per booking (the service process and its database connections; less load-sensitive)',
+        project: perBooking(r.cpu),
+        peer: `per INSERT ${perBooking(r.bareCpu)}`,
       },
       {
         figure: 'GET availability (6), one week',

@@ -1,4 +1,5 @@
 /** Helpers shared by the benchmarks: throwaway databases, percentiles, and the printed table. */
+import fs from 'node:fs';
 import os from 'node:os';
 import { Client } from 'pg';
 
@@ -57,4 +58,31 @@ export function printTable(title: string, rows: Row[]) {
         : `≥ ${r.bar}× ${r.ratio !== undefined && r.ratio >= r.bar ? 'met' : 'NOT met'}`;
     console.log(`| ${r.figure} | ${r.project} | ${r.peer} | ${ratio} | ${bar} |`);
   }
+}
+
+/** CPU milliseconds (user + system) the processes have used so far, from /proc (Linux); 0 elsewhere. */
+export function cpuMs(pids: number[]): number {
+  const tick = 100; // USER_HZ on Linux
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / tick; // utime, stime
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+/** The server processes of one database (the connections a service holds open). */
+export async function backendPids(url: string): Promise<number[]> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  const res = await c.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+  );
+  await c.end();
+  return res.rows.map((r) => r.pid);
 }
