@@ -110,6 +110,8 @@ interface CheckpointRow {
   name: string;
   c: string;
   p: string;
+  /** Whether the process manager's lease was still this instance's (true for read models). */
+  fenced: boolean;
 }
 
 /**
@@ -117,9 +119,9 @@ interface CheckpointRow {
  * deadlock, and turns synchronous commit off for the transaction: read models need not wait for the disk.
  * Parameterless, to travel with BEGIN; projection names are the code's own.
  */
-const lockSql = (names: string[]) =>
+const lockSql = (names: string[], fence: string | null = null) =>
   `SELECT set_config('synchronous_commit', 'off', true), name, commit_position::text AS c,
-     prepare_position::text AS p
+     prepare_position::text AS p, ${fence ?? 'true'} AS fenced
    FROM projection_checkpoints WHERE name IN (${names.map(sqlLiteral).join(', ')}) ORDER BY name FOR UPDATE`;
 
 /** Moves checkpoints; parameterless, to travel with COMMIT (positions are bigints, names the code's own). */
@@ -396,10 +398,18 @@ export function createProjectionRunner(
     // Read models need not wait for the disk: a crash loses the change and its checkpoint together, and
     // the events (which are durable) are applied again. Only the event store's commits must be durable.
     if (!shared)
-      await db.framedTransaction<CheckpointRow, void>(lockSql([p.name]), async (tx, locked) => {
-        if (p.lease && leases) await leases.fence(tx, p.lease);
-        return { value: undefined, last: await applyLocked(tx, locked, [{ c, events, mine }]) };
-      });
+      await db.framedTransaction<CheckpointRow, void>(
+        lockSql([p.name], p.lease && leases ? leases.fenceCondition(p.lease) : null),
+        async (tx, locked) => {
+          // A process manager acts only while its lease is this instance's, checked in the same statement
+          // that locks its checkpoint (or on its own when the row had to be made again).
+          if (p.lease && leases) {
+            if (!leases.holds(p.lease) || locked[0]?.fenced === false) throw new LeaseLostError(p.lease);
+            if (!locked[0]) await leases.fence(tx, p.lease);
+          }
+          return { value: undefined, last: await applyLocked(tx, locked, [{ c, events, mine }]) };
+        },
+      );
     c.unsaved = 0;
   };
 

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Database, Queryable } from './db/database';
+import { sqlLiteral, type Database, type Queryable } from './db/database';
 import type { Logger } from './log';
 
 /**
@@ -36,6 +36,11 @@ export interface Leases {
   watch(name: string, fn: (held: boolean) => void): () => void;
   /** Inside a transaction: throws LeaseLostError unless the lease is still this instance's in the database. */
   fence(tx: Queryable, name: string): Promise<void>;
+  /**
+   * The same check as a parameterless SQL condition, to travel inside a statement the caller sends anyway
+   * (null: nothing to check in the database); the caller throws LeaseLostError when it is false.
+   */
+  fenceCondition(name: string): string | null;
   status(): Promise<LeaseInfo[]>;
   /** Takes what it can at once, then renews (and tries to take the others) every `renewEveryMs`. */
   start(): Promise<void>;
@@ -167,6 +172,10 @@ export function createPgLeases(db: Database, opts: LeaseOptions): Leases {
       );
       if (res.rowCount === 0 || !holds(name)) throw new LeaseLostError(name);
     },
+    fenceCondition: (name) =>
+      `EXISTS (SELECT 1 FROM process_leases WHERE name = ${sqlLiteral(name)} AND owner = ${sqlLiteral(
+        instanceId,
+      )} AND expires_at > now())`,
     async status() {
       const res = await db.query<{ name: string; owner: string; expires_at: Date | string }>(
         'SELECT name, owner, expires_at FROM process_leases WHERE name = ANY($1::text[]) ORDER BY name',
@@ -217,6 +226,7 @@ export function createLocalLeases(opts: Pick<LeaseOptions, 'instanceId' | 'names
     async fence(_tx, name) {
       if (!held.has(name)) throw new LeaseLostError(name);
     },
+    fenceCondition: () => null,
     async status() {
       return [...names].sort().map((name) => ({
         name,

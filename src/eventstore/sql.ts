@@ -34,6 +34,8 @@ const APPEND_LOCK = 7150002;
 const CHANNEL = 'es_events';
 /** Appends taken into one batch at most: bounds the statement's size and a batch's latency. */
 const MAX_BATCH = 256;
+/** How long a woken subscription waits for more appends before it reads the log (adds as much lag). */
+const COALESCE_MS = 2;
 
 export const eventStoreSchema = `
 CREATE TABLE IF NOT EXISTS es_streams (
@@ -355,6 +357,9 @@ export async function createSqlEventStore(
           if (stopped) break;
           if (batch.length === 0) {
             await pending;
+            // Appends come in bursts (a booking, then its notices and e-mails): a moment's pause lets one
+            // read of the log take them together instead of one read per append.
+            if (!stopped) await new Promise((r) => setTimeout(r, COALESCE_MS));
             continue;
           }
           wake?.();
