@@ -1,18 +1,12 @@
 import { completeBooking } from '../commands/booking/complete';
 import { booking, type Booking } from '../commands/booking/decider';
-import {
-  bookingStream,
-  type BookingEvent,
-  type SessionCanceled,
-  type SessionDeclined,
-} from '../commands/booking/events';
+import { bookingStream, type SessionCanceled, type SessionDeclined } from '../commands/booking/events';
 import { calendar } from '../commands/calendar/decider';
 import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
 import { paymentStream, type PaymentStatusChanged } from '../commands/payments/events';
 import { paymentDecider } from '../commands/payments/decider';
 import { UNPAID_STATUSES } from '../commands/payments/transitions';
-import { fold } from '../src/decider';
-import { handleCommand } from '../src/commandHandler';
+import { handleCommand, readState } from '../src/commandHandler';
 import type { EventMetadata, EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
@@ -33,13 +27,7 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
     correlationId: cause.metadata.correlationId ?? cause.id,
     actor: SYSTEM_ACTOR,
   });
-  const bookingOf = async (groupId: string) =>
-    fold(
-      booking,
-      (await store.readStream(bookingStream(groupId))).events.map(
-        (e) => ({ type: e.type, data: e.data }) as BookingEvent,
-      ),
-    );
+  const bookingOf = (groupId: string) => readState(store, bookingStream(groupId), booking);
   /** Whether any session of the booking is still on (not declined or canceled); false with no booking. */
   const anySessionLeft = (b: Booking) =>
     [...b.sessions.values()].some((x) => x.state !== 'declined' && x.state !== 'canceled');

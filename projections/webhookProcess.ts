@@ -2,6 +2,8 @@ import type { NotificationChannelRegistered, NotificationFields } from '../comma
 import { notificationStream } from '../commands/notifications/events';
 import { uuidFrom } from '../commands/notifications/sessionNotices';
 import type { Database } from '../src/db/database';
+import { readState } from '../src/commandHandler';
+import type { DomainEvent } from '../src/decider';
 import type { EventStore } from '../src/eventstore/types';
 import { toNotificationOut, type NotificationOut } from '../src/resources/notification';
 import type { Projection } from './runner';
@@ -16,6 +18,26 @@ export interface WebhookPayload {
   /** The interface document's Notification, as the user's inbox shows it when created. */
   data: { notification: NotificationOut };
 }
+
+/**
+ * The user's webhook channels, each with the revision that registered it (the fold counts the stream's
+ * events, so it knows every event's revision), kept between notifications instead of reading the whole
+ * inbox for each one.
+ */
+const webhookChannels = {
+  initialState: () => ({ seen: 0n, channels: [] as { revision: bigint; channel: Channel }[] }),
+  evolve: (s: { seen: bigint; channels: { revision: bigint; channel: Channel }[] }, e: DomainEvent) => {
+    const channel = e.data as Channel;
+    return {
+      seen: s.seen + 1n,
+      channels:
+        e.type === 'NotificationChannelRegistered' && channel.type === 'webhook'
+          ? [...s.channels, { revision: s.seen, channel }]
+          : s.channels,
+    };
+  },
+};
+type Channel = NotificationChannelRegistered['data'];
 
 /**
  * Process manager of webhooks: each `NotificationCreated` is queued once for every webhook channel its user
@@ -36,11 +58,8 @@ export function webhookProcess(deps: {
     handles: ['NotificationCreated'],
     async react(recorded) {
       const n = recorded.data as NotificationFields;
-      const { events } = await deps.store.readStream(notificationStream(n.userId));
-      const hooks = events
-        .filter((e) => e.revision < recorded.revision && e.type === 'NotificationChannelRegistered')
-        .map((e) => e.data as NotificationChannelRegistered['data'])
-        .filter((c) => c.type === 'webhook');
+      const { channels } = await readState(deps.store, notificationStream(n.userId), webhookChannels);
+      const hooks = channels.filter((c) => c.revision < recorded.revision).map((c) => c.channel);
       let queued = 0;
       for (const channel of hooks) {
         const id = uuidFrom('webhook', n.notificationId, channel.channelId);

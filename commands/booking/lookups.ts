@@ -1,5 +1,7 @@
 import type { EventMetadata, EventStore, NewEvent, StreamAppend } from '../../src/eventstore/types';
 import { WrongExpectedRevisionError } from '../../src/eventstore/types';
+import { readState } from '../../src/commandHandler';
+import type { DomainEvent } from '../../src/decider';
 import type { SlotsReserved } from '../calendar/events';
 import { calendarStream } from '../calendar/events';
 import { bookingStream, clientBookingsStream, type BookingListed, type SessionsBooked } from './events';
@@ -9,13 +11,19 @@ import { bookingStream, clientBookingsStream, type BookingListed, type SessionsB
  * list `bookings-of-<clientId>`), the booking a session belongs to, and a booking as booked.
  */
 
+/** Every SessionsBooked of a booking stream (a package booked in steps has several), in order. */
+const bookedParts = {
+  initialState: (): SessionsBooked['data'][] => [],
+  evolve: (parts: SessionsBooked['data'][], e: DomainEvent) =>
+    e.type === 'SessionsBooked' ? [...parts, e.data as SessionsBooked['data']] : parts,
+};
+
 /** A booking as booked (its SessionsBooked), from its own stream: exact while read models catch up. */
 export async function loadBooking(
   store: EventStore,
   groupId: string,
 ): Promise<SessionsBooked['data'] | null> {
-  const { events } = await store.readStream(bookingStream(groupId));
-  const all = events.filter((e) => e.type === 'SessionsBooked').map((e) => e.data as SessionsBooked['data']);
+  const all = await readState(store, bookingStream(groupId), bookedParts);
   if (!all[0]) return null;
   // Sessions of a package booked later come as further SessionsBooked: one booking, all its sessions.
   return { ...all[0], sessions: all.flatMap((b) => b.sessions) };
