@@ -355,16 +355,19 @@ export async function createSqlEventStore(
           const pending = idle(); // armed before reading, so an append during the read is not missed
           const batch = await readShared(position, batchSize);
           if (stopped) break;
-          if (batch.length === 0) {
-            await pending;
-            // Appends come in bursts (a booking, then its notices and e-mails): a moment's pause lets one
-            // read of the log take them together instead of one read per append.
-            if (!stopped) await new Promise((r) => setTimeout(r, COALESCE_MS));
-            continue;
+          if (batch.length > 0) {
+            await handler(batch);
+            position = batch[batch.length - 1]!.position;
+            if (batch.length >= batchSize) {
+              wake?.(); // more may be waiting: read on at once
+              continue;
+            }
           }
-          wake?.();
-          await handler(batch);
-          position = batch[batch.length - 1]!.position;
+          // Everything committed before the read began is handed out; an append since has woken `pending`
+          // (no read just to find nothing new). Appends come in bursts (a booking, then its notices and
+          // e-mails): a moment's pause lets one read take them together instead of one read per append.
+          await pending;
+          if (!stopped) await new Promise((r) => setTimeout(r, COALESCE_MS));
         }
       } catch (err) {
         stopped = true;
