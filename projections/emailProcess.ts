@@ -49,8 +49,9 @@ export function emailProcess(deps: {
     const booking =
       event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
     const out: Delivery[] = [];
-    for (const n of notices) {
-      const profile = await loadProfile(store, n.userId);
+    const profiles = await Promise.all(notices.map((n) => loadProfile(store, n.userId)));
+    for (const [i, n] of notices.entries()) {
+      const profile = profiles[i];
       if (!profile?.email) {
         log.warn('no e-mail address for a session notice; not mailed', {
           userId: n.userId,
@@ -97,7 +98,8 @@ export function emailProcess(deps: {
     lease: LEASES.mail,
     handles: [...NOTIFYING_SESSION_EVENTS, 'EmailRequested'],
     async react(recorded) {
-      for (const d of await deliveriesOf(recorded)) await deliver(recorded, d);
+      // Each recipient's delivery is its own ledger stream: side by side, so their appends share a commit.
+      await Promise.all((await deliveriesOf(recorded)).map((d) => deliver(recorded, d)));
     },
   };
 }

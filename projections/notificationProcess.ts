@@ -31,32 +31,35 @@ export function notificationProcess(store: EventStore): Projection {
       const booking =
         event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
       const serviceName = booking?.terms.serviceName ?? 'your session';
-      for (const n of notices) {
-        await handleCommand(
-          store,
-          notificationStream(n.userId),
-          inbox,
-          {
-            type: 'CreateNotification',
-            notification: {
-              notificationId: uuidFrom('notification', recorded.id, n.userId),
-              userId: n.userId,
-              type: n.type,
-              contentType: n.contentType,
-              contentId: n.contentId,
-              message: noticeMessage(n, serviceName),
-              causationEventId: recorded.id,
-              createdAt: recorded.createdAt.toISOString(),
+      // One inbox per recipient: side by side, so their appends share a commit.
+      await Promise.all(
+        notices.map((n) =>
+          handleCommand(
+            store,
+            notificationStream(n.userId),
+            inbox,
+            {
+              type: 'CreateNotification',
+              notification: {
+                notificationId: uuidFrom('notification', recorded.id, n.userId),
+                userId: n.userId,
+                type: n.type,
+                contentType: n.contentType,
+                contentId: n.contentId,
+                message: noticeMessage(n, serviceName),
+                causationEventId: recorded.id,
+                createdAt: recorded.createdAt.toISOString(),
+              },
             },
-          },
-          {
-            causationId: recorded.id,
-            correlationId: recorded.metadata.correlationId ?? recorded.id,
-            actor: SYSTEM_ACTOR,
-          },
-          50,
-        );
-      }
+            {
+              causationId: recorded.id,
+              correlationId: recorded.metadata.correlationId ?? recorded.id,
+              actor: SYSTEM_ACTOR,
+            },
+            50,
+          ),
+        ),
+      );
     },
   };
 }
