@@ -72,6 +72,8 @@ function isTransientEventStoreError(err: unknown): boolean {
 
 /** Irrelevant events a projection may pass before it must write its checkpoint anyway. */
 const SKIP_SAVE_EVERY = 1000;
+/** How often a process manager writes its checkpoint while it keeps reacting (see applyBatch). */
+const PM_SAVE_EVERY_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (p: Position) => ({ commit: p.commit.toString(), prepare: p.prepare.toString() });
@@ -165,6 +167,8 @@ interface Consumer {
   unsaved: number;
   /** Its checkpoint row exists (it is never deleted), so the insert-if-absent can be skipped. */
   rowExists: boolean;
+  /** When it last wrote its checkpoint (performance.now()). */
+  savedAt: number;
 }
 
 /**
@@ -202,6 +206,7 @@ export function createProjectionRunner(
     generation: 0,
     unsaved: 0,
     rowExists: false,
+    savedAt: 0,
   }));
   const waiters = new Set<() => void>();
   const unwatch: (() => void)[] = [];
@@ -385,6 +390,18 @@ export function createProjectionRunner(
         ensureActive(c, generation);
         await p.react(e);
       }
+    // A process manager's effects are idempotent, keyed by their causing event, and stored elsewhere: its
+    // checkpoint only shortens the re-reading after a restart, so it is written at most every
+    // PM_SAVE_EVERY_MS (or SKIP_SAVE_EVERY events) instead of once per batch.
+    if (
+      p.react &&
+      !p.apply &&
+      skipped < SKIP_SAVE_EVERY &&
+      performance.now() - c.savedAt < PM_SAVE_EVERY_MS
+    ) {
+      c.unsaved = skipped;
+      return;
+    }
     await ensureRow(c);
     let shared = false;
     if (!alone && !p.react && !p.lease)
@@ -411,6 +428,7 @@ export function createProjectionRunner(
         },
       );
     c.unsaved = 0;
+    c.savedAt = performance.now();
   };
 
   const applied = (c: Consumer, position: Position) => {
