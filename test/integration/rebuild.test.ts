@@ -1,3 +1,5 @@
+import { fork } from 'node:child_process';
+import path from 'node:path';
 import { allProjections } from '../../projections';
 import {
   RebuildBusyError,
@@ -186,6 +188,60 @@ describe('npm run rebuild (rebuildReadModels)', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.received.length).toBe(mails);
   });
+});
+
+const itPg = process.env.DATABASE_URL ? it : it.skip;
+/** `npm run rebuild` as its own process (src/cli/rebuild.ts, as the built CLI runs it) on the service's database. */
+function rebuildCli(args: string[]): Promise<{ code: number | null; out: string }> {
+  const out: string[] = [];
+  const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), args, {
+    execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: t.database.url,
+      DATA_DIR: t.config.dataDir,
+      SMTP_URL: smtp.url,
+    },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => out.push(d.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out: out.join('') })));
+}
+
+describe('npm run rebuild from outside, next to the running service (skipped without DATABASE_URL)', () => {
+  itPg(
+    '--verify exits 0 with progress; a full rebuild while requests are served changes no answer and mails nothing',
+    async () => {
+      await settled();
+      const verify = await rebuildCli(['--verify']);
+      expect([verify.code, verify.out]).toEqual([
+        0,
+        expect.stringContaining('live read models match the log'),
+      ]);
+      expect(verify.out).toMatch(/rebuild replay: [\d,]+\/[\d,]+ events {2}[\d,]+ ev\/s {2}ETA \d+s/);
+      expect(verify.out).toContain('rebuild done:');
+
+      const before = await answers();
+      const mails = smtp.received.length;
+      // Reads keep being served while the other process rebuilds and swaps the tables under them.
+      let reading = true;
+      const served: unknown[][] = [];
+      const reads = (async () => {
+        while (reading) served.push(await answers());
+      })();
+      const full = await rebuildCli([]);
+      reading = false;
+      await reads;
+      expect([full.code, full.out]).toEqual([0, expect.stringMatching(/rebuilt .*: \d+ events in/)]);
+      expect(served.length).toBeGreaterThan(0);
+      for (const answer of served) expect(answer).toEqual(before);
+      expect(await answers()).toEqual(before);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(smtp.received.length).toBe(mails);
+    },
+    120_000,
+  );
 });
 
 describe('one rebuild at a time, and what an interrupted one left behind', () => {
