@@ -143,6 +143,9 @@ async function applyEvents(
 }
 
 const RETRY = Symbol('retry');
+const LOCKS_BUSY = Symbol('locks busy');
+/** How long the swap waits for the live tables' locks before it starts the round over. */
+const SWAP_LOCK_WAIT_MS = 200;
 
 /** Key of the advisory lock one rebuild or verify holds per database and live schema (see withRebuildLock). */
 export const REBUILD_LOCK = 7150003;
@@ -313,6 +316,7 @@ async function runRebuild(
       if (comparePositions(to.get(m.name)!, built.get(m.name)!) > 0) built.set(m.name, to.get(m.name)!);
   };
   let phaseNow: RebuildProgress['phase'] = 'replay';
+  let swapLockMisses = 0;
 
   await db.query(`CREATE SCHEMA ${ident(shadow)}`);
   try {
@@ -326,66 +330,90 @@ async function runRebuild(
       await catchUp(await wanted(db));
       if (round === 1 && !verify) await setLogged(db, shadow, tables);
       phaseNow = 'catch-up';
-      const outcome = await db.transaction(async (tx) => {
-        // From here until commit the runner cannot apply anything to these read models (it takes the
-        // same row locks), so the live tables stand still.
-        const served = await checkpoints(tx, true);
-        let end: Map<string, Position>;
-        report('catch-up');
-        if (readUnderLock) {
-          end = verify ? served : allAt(await store.headPosition());
-          target = max([...end.values()]);
-          await onShadow(tx);
-          await replay(minOf(built.values()), target, async (page) => {
-            for (const m of models)
-              await applyEvents(tx, m, page, built.get(m.name)!, end.get(m.name)!, mode);
-          });
-          await tx.query(`SELECT set_config('search_path', $1, true)`, [ident(live)]);
-        } else {
-          // The log cannot be read here; if the live read models moved past the shadow, catch up again.
-          end = built;
-          const moved = models.some((m) =>
-            verify
-              ? comparePositions(served.get(m.name)!, built.get(m.name)!) !== 0
-              : comparePositions(served.get(m.name)!, built.get(m.name)!) > 0,
-          );
-          if (moved) return RETRY;
-        }
-
-        const differences: TableDifference[] = [];
-        if (verify) {
-          report('compare');
-          for (const t of tables) {
-            const d = await compareTable(tx, live, shadow, t);
-            if (d) differences.push(d);
+      const outcome = await db
+        .transaction(async (tx): Promise<RebuildResult | typeof RETRY> => {
+          // From here until commit the runner cannot apply anything to these read models (it takes the
+          // same row locks), so the live tables stand still.
+          const served = await checkpoints(tx, true);
+          let end: Map<string, Position>;
+          report('catch-up');
+          if (readUnderLock) {
+            end = verify ? served : allAt(await store.headPosition());
+            target = max([...end.values()]);
+            await onShadow(tx);
+            await replay(minOf(built.values()), target, async (page) => {
+              for (const m of models)
+                await applyEvents(tx, m, page, built.get(m.name)!, end.get(m.name)!, mode);
+            });
+            await tx.query(`SELECT set_config('search_path', $1, true)`, [ident(live)]);
+          } else {
+            // The log cannot be read here; if the live read models moved past the shadow, catch up again.
+            end = built;
+            const moved = models.some((m) =>
+              verify
+                ? comparePositions(served.get(m.name)!, built.get(m.name)!) !== 0
+                : comparePositions(served.get(m.name)!, built.get(m.name)!) > 0,
+            );
+            if (moved) return RETRY;
           }
-        } else {
-          report('swap');
-          await swapTables(tx, live, shadow, retired, tables);
-          for (const m of models) {
-            const at = end.get(m.name)!;
+
+          const differences: TableDifference[] = [];
+          if (verify) {
+            report('compare');
+            for (const t of tables) {
+              const d = await compareTable(tx, live, shadow, t);
+              if (d) differences.push(d);
+            }
+          } else {
+            report('swap');
+            // Every live table at once, waiting briefly: a reader holding one of them while it waits for
+            // another would otherwise deadlock with the swap (PostgreSQL then aborts one of the two, maybe
+            // the reader, which would answer 500). Giving up well before deadlock_timeout (1 s) leaves the
+            // reader alone; the round starts over.
+            await tx.query(`SET LOCAL lock_timeout = '${SWAP_LOCK_WAIT_MS}ms'`);
             await tx.query(
-              `INSERT INTO projection_checkpoints (name, commit_position, prepare_position)
+              `LOCK TABLE ${[...tables]
+                .sort()
+                .map((t) => `${ident(live)}.${ident(t)}`)
+                .join(', ')} IN ACCESS EXCLUSIVE MODE`,
+            );
+            await tx.query(`SET LOCAL lock_timeout = 0`);
+            await swapTables(tx, live, shadow, retired, tables);
+            for (const m of models) {
+              const at = end.get(m.name)!;
+              await tx.query(
+                `INSERT INTO projection_checkpoints (name, commit_position, prepare_position)
                VALUES ($1, $2::numeric, $3::numeric)
                ON CONFLICT (name) DO UPDATE SET commit_position = EXCLUDED.commit_position,
                  prepare_position = EXCLUDED.prepare_position, updated_at = now()`,
-              [m.name, at.commit.toString(), at.prepare.toString()],
-            );
+                [m.name, at.commit.toString(), at.prepare.toString()],
+              );
+            }
+            await tx.query(`DROP SCHEMA ${ident(retired)} CASCADE`);
           }
-          await tx.query(`DROP SCHEMA ${ident(retired)} CASCADE`);
-        }
-        report('done');
-        return {
-          readModels: models.map((m) => m.name),
-          events,
-          positions: Object.fromEntries(models.map((m) => [m.name, fmt(end.get(m.name)!)])),
-          differences,
-          leftovers,
-          ms: performance.now() - started,
-        };
-      });
-      if (outcome !== RETRY) return outcome;
-      if (round >= 50) throw new RebuildError('the live read models kept moving; try again when quieter');
+          report('done');
+          return {
+            readModels: models.map((m) => m.name),
+            events,
+            positions: Object.fromEntries(models.map((m) => [m.name, fmt(end.get(m.name)!)])),
+            differences,
+            leftovers,
+            ms: performance.now() - started,
+          };
+        })
+        .catch((err: unknown): typeof LOCKS_BUSY => {
+          if ((err as { code?: string }).code === '55P03') return LOCKS_BUSY; // lock_timeout
+          throw err;
+        });
+      if (outcome === LOCKS_BUSY) swapLockMisses++;
+      else if (outcome !== RETRY) return outcome;
+      if (round >= 50)
+        throw new RebuildError(
+          swapLockMisses
+            ? `could not lock the live tables for the swap (${swapLockMisses} tries); try again when quieter`
+            : 'the live read models kept moving; try again when quieter',
+        );
+      if (outcome === LOCKS_BUSY) await new Promise((r) => setTimeout(r, 20 * round));
     }
   } finally {
     await db.query(`DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE`);
