@@ -4,29 +4,61 @@ import type { Queryable, QueryResult } from '../db/database';
 
 let batches = 0;
 
+/** Rows per merged INSERT at most (bounds one statement's text). */
+const MAX_ROWS = 1000;
+
 /**
  * A Queryable that records statements instead of running them, so a page of events replays in one round
  * trip. Each distinct statement is prepared once per page (`PREPARE`, typed by PostgreSQL exactly as the
  * extended protocol node-postgres uses would type it) and run with `EXECUTE`, its parameters written as
  * the text node-postgres would have sent (`prepareValue`), quoted as literals. The page then goes as one
  * multi-statement simple query, parsed and planned once per statement text instead of once per event.
+ *
+ * Consecutive runs of the same plain INSERT (see `mergeableInsert`) become one multi-row INSERT: the same
+ * rows in the same order, with a fifth of the server's work per row (no statement, portal and executor
+ * per event). Anything else, and any run of one, is an EXECUTE as above.
+ *
  * Read models only write, so nothing needs a result; one that reads a result fails loudly here rather
  * than replaying wrong.
  */
 export function recordingQueryable(): { tx: Queryable; take(): string } {
   const batch = ++batches;
-  const names = new Map<string, string>();
-  let prepares: string[] = [];
-  let statements: string[] = [];
+  let recorded: { sql: string; params: unknown[] }[] = [];
   const noResult = new Proxy({} as QueryResult<never>, {
     get(_, key) {
       if (key === 'then') return undefined; // not a thenable
       throw new Error('a read model read a query result during a batched rebuild; make its apply write-only');
     },
   });
+  const shapes = new Map<string, InsertShape | null>();
+  const shapeOf = (sql: string) => {
+    let shape = shapes.get(sql);
+    if (shape === undefined) shapes.set(sql, (shape = mergeableInsert(sql)));
+    return shape;
+  };
   return {
     tx: {
       async query<R>(sql: string, params: unknown[] = []): Promise<QueryResult<R>> {
+        recorded.push({ sql, params });
+        return noResult as QueryResult<R>;
+      },
+    },
+    take() {
+      if (!recorded.length) return '';
+      const names = new Map<string, string>();
+      const prepares: string[] = [];
+      const statements: string[] = [];
+      for (let i = 0; i < recorded.length;) {
+        const { sql, params } = recorded[i]!;
+        const shape = shapeOf(sql);
+        let end = i + 1;
+        if (shape) while (end < recorded.length && end - i < MAX_ROWS && recorded[end]!.sql === sql) end++;
+        if (end - i > 1) {
+          const rows = recorded.slice(i, end).map((r) => shape!.row(r.params.map(literal)));
+          statements.push(`${shape!.head} VALUES ${rows.join(', ')}${shape!.tail}`);
+          i = end;
+          continue;
+        }
         let name = names.get(sql);
         if (!name) {
           // Unique per page: a prepared statement outlives a failed transaction on its connection.
@@ -37,23 +69,63 @@ export function recordingQueryable(): { tx: Queryable; take(): string } {
         statements.push(
           params.length ? `EXECUTE ${name}(${params.map(literal).join(', ')})` : `EXECUTE ${name}`,
         );
-        return noResult as QueryResult<R>;
-      },
-    },
-    take() {
-      if (!statements.length) return '';
-      const out = [
+        i++;
+      }
+      recorded = [];
+      return [
         // One plan per statement for the whole page; read-model statements are keyed look-ups.
         'SET LOCAL plan_cache_mode TO force_generic_plan',
         ...prepares,
         ...statements,
         ...[...names.values()].map((n) => `DEALLOCATE ${n}`),
       ].join(';\n');
-      names.clear();
-      prepares = [];
-      statements = [];
-      return out;
     },
+  };
+}
+
+interface InsertShape {
+  /** `INSERT INTO table (columns)` */
+  head: string;
+  /** ` ON CONFLICT … DO NOTHING` or empty */
+  tail: string;
+  /** One `(…)` row with each `$n` replaced by the n-th literal. */
+  row(literals: string[]): string;
+}
+
+/** A VALUES item that cannot read anything: a parameter (maybe cast), a constant, NULL, true, false. */
+const SIMPLE_ITEM =
+  /^(\$\d+(::[a-z_][a-z0-9_ ]*(\[\])?)?|true|false|null|-?\d+(\.\d+)?|'[^'\\]*'(::[a-z_][a-z0-9_ ]*)?)$/i;
+const INSERT =
+  /^\s*(insert\s+into\s+[a-z_][a-z0-9_]*\s*\([a-z0-9_,\s]+\))\s*values\s*\(([^()]*)\)\s*(on\s+conflict(\s*\([a-z0-9_,\s]+\))?\s+do\s+nothing)?\s*;?\s*$/i;
+
+/**
+ * The shape of `INSERT INTO t (cols) VALUES (items) [ON CONFLICT [(cols)] DO NOTHING]` when merging
+ * consecutive executions of it into one multi-row INSERT gives the same rows: every item a parameter or
+ * a constant (no subquery or function that could read the table and see the earlier rows differently),
+ * no RETURNING, no DO UPDATE (which refuses to touch a row twice in one statement). Otherwise null.
+ * PostgreSQL coerces each row's literals to the target columns' types, as it typed the parameters.
+ */
+export function mergeableInsert(sql: string): InsertShape | null {
+  const m = INSERT.exec(sql);
+  if (!m) return null;
+  const items = m[2]!.split(',').map((s) => s.trim());
+  if (!items.every((x) => SIMPLE_ITEM.test(x))) return null;
+  const parts = items.map((x) => {
+    const p = /^\$(\d+)(.*)$/.exec(x);
+    return p ? { param: Number(p[1]) - 1, rest: p[2]! } : { text: x };
+  });
+  return {
+    head: m[1]!.replace(/\s+/g, ' '),
+    tail: m[3] ? ` ${m[3].replace(/\s+/g, ' ')}` : '',
+    row: (literals) =>
+      `(${parts
+        .map((p) => {
+          if ('text' in p) return p.text;
+          const value = literals[p.param];
+          if (value === undefined) throw new Error(`no parameter $${p.param + 1} for: ${sql}`);
+          return value + p.rest;
+        })
+        .join(', ')})`,
   };
 }
 
