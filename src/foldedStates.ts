@@ -9,7 +9,8 @@ import type { EventStore, Position, RecordedEvent } from './eventstore/types';
  * Never stale: every load still asks the store for the tail, so writes of other instances are folded in
  * before a decision, and an append that loses a race is decided again on the fresh tail. States are
  * immutable (every `evolve` returns a new one), so a kept state is never changed by a later fold.
- * Bounded: the least recently used streams are forgotten past MAX_STREAMS per decider.
+ * Bounded: the least recently used streams are forgotten past `limits` (streams, and events folded into
+ * them) per decider.
  */
 export type Folder<E extends DomainEvent, S> = {
   initialState: () => S;
@@ -22,26 +23,55 @@ interface Folded {
   position: Position;
 }
 
-export const MAX_STREAMS = 5000;
+export const limits = {
+  /** Streams kept per decider. */
+  streams: 5000,
+  /**
+   * A state's size grows with the events folded into it (an inbox holds every notification), so the kept
+   * streams of one decider may together stand for at most this many events: a few very long streams are
+   * forgotten before they fill the memory (the next load of one folds it whole again).
+   */
+  events: 100_000,
+};
 
-const kept = new WeakMap<EventStore, WeakMap<object, Map<string, Folded>>>();
-
-function cacheOf(store: EventStore, decider: object): Map<string, Folded> {
-  let byDecider = kept.get(store);
-  if (!byDecider) kept.set(store, (byDecider = new WeakMap()));
-  let streams = byDecider.get(decider);
-  if (!streams) byDecider.set(decider, (streams = new Map()));
-  return streams;
+interface Kept {
+  streams: Map<string, Folded>;
+  events: number;
 }
 
-/** Keeps a stream's state at a revision (most recently used last; the oldest forgotten past the bound). */
+const kept = new WeakMap<EventStore, WeakMap<object, Kept>>();
+const weight = (f: Folded) => Number(f.revision) + 1;
+
+function cacheOf(store: EventStore, decider: object): Kept {
+  let byDecider = kept.get(store);
+  if (!byDecider) kept.set(store, (byDecider = new WeakMap()));
+  let k = byDecider.get(decider);
+  if (!k) byDecider.set(decider, (k = { streams: new Map(), events: 0 }));
+  return k;
+}
+
+/** Keeps a stream's state at a revision (most recently used last; the oldest forgotten past the bounds). */
 export function remember(store: EventStore, decider: object, streamName: string, folded: Folded): void {
-  const streams = cacheOf(store, decider);
-  const known = streams.get(streamName);
-  if (known && known.revision >= folded.revision) return; // a newer fold got there first
-  streams.delete(streamName);
-  streams.set(streamName, folded);
-  if (streams.size > MAX_STREAMS) streams.delete(streams.keys().next().value!);
+  const k = cacheOf(store, decider);
+  const known = k.streams.get(streamName);
+  if (known && known.revision >= folded.revision) {
+    // Nothing newer (or a newer fold got there first): only its use is recorded.
+    k.streams.delete(streamName);
+    k.streams.set(streamName, known);
+    return;
+  }
+  if (known) {
+    k.streams.delete(streamName);
+    k.events -= weight(known);
+  }
+  if (weight(folded) > limits.events) return; // a stream longer than the whole budget is not kept
+  k.streams.set(streamName, folded);
+  k.events += weight(folded);
+  while (k.streams.size > limits.streams || k.events > limits.events) {
+    const [oldest, f] = k.streams.entries().next().value!;
+    k.streams.delete(oldest);
+    k.events -= weight(f);
+  }
 }
 
 export interface Loaded<S> {
@@ -60,8 +90,7 @@ export async function loadState<E extends DomainEvent, S>(
   decider: Folder<E, S>,
   opts: { whole?: boolean } = {},
 ): Promise<Loaded<S>> {
-  const streams = cacheOf(store, decider);
-  const hit = opts.whole ? undefined : streams.get(streamName);
+  const hit = opts.whole ? undefined : cacheOf(store, decider).streams.get(streamName);
   const read = await store.readStream(streamName, hit ? { fromRevision: hit.revision + 1n } : undefined);
   // Only events past the kept revision are folded onto it, whatever the store answered.
   const fresh = hit ? read.events.filter((e) => e.revision > hit.revision) : read.events;

@@ -4,7 +4,7 @@ import { right } from 'fp-ts/Either';
 import type { Decider } from '../../src/decider';
 import { createSqlEventStore } from '../../src/eventstore/sql';
 import type { EventStore } from '../../src/eventstore/types';
-import { MAX_STREAMS, loadState } from '../../src/foldedStates';
+import { limits, loadState } from '../../src/foldedStates';
 import { testDatabase, type TestDatabase } from '../support/services';
 
 /** A counter: Added events sum up; the command adds its amount. */
@@ -78,20 +78,40 @@ describe('folded states kept between commands', () => {
     expect((await inner.readStream(stream)).events).toHaveLength(2);
   });
 
-  it('keeps at most MAX_STREAMS streams per decider, forgetting the least recently used', async () => {
-    const folder = { initialState: counter.initialState, evolve: counter.evolve };
-    const streams = Array.from({ length: MAX_STREAMS + 1 }, () => `counter-${randomUUID()}`);
-    for (let i = 0; i < streams.length; i += 500)
-      await inner.appendMany!(
-        streams
-          .slice(i, i + 500)
-          .map((s) => ({ streamName: s, events: [{ type: 'Added', data: { n: 1 } }] })),
+  it('keeps a bounded number of streams and events per decider, forgetting the least recently used', async () => {
+    const saved = { ...limits };
+    limits.streams = 3;
+    limits.events = 10;
+    try {
+      const folder = { initialState: counter.initialState, evolve: counter.evolve };
+      const [a, b, c, d, long] = Array.from({ length: 5 }, () => `counter-${randomUUID()}`);
+      for (const s of [a, b, c, d]) await inner.append(s!, [{ type: 'Added', data: { n: 1 } }]);
+      const kept = async (s: string) => {
+        eventsRead = 0;
+        await readState(store, s, folder);
+        return eventsRead === 0;
+      };
+      for (const s of [a, b, c]) await readState(store, s!, folder);
+      expect(await kept(a!)).toBe(true); // a is now the most recently used
+      await readState(store, d!, folder); // the fourth stream pushes out the least recently used: b
+      expect(await kept(b!)).toBe(false);
+      expect(await kept(a!)).toBe(true);
+      // Events: a stream of 8 events and the others (1 each) exceed 10 events: the oldest go first.
+      await inner.append(
+        long!,
+        Array.from({ length: 8 }, () => ({ type: 'Added', data: { n: 1 } })),
       );
-    for (const s of streams) await readState(store, s, folder);
-    eventsRead = 0;
-    await readState(store, streams[streams.length - 1]!, folder);
-    expect(eventsRead).toBe(0); // kept
-    await readState(store, streams[0]!, folder);
-    expect(eventsRead).toBe(1); // the least recently used one was forgotten, and is read whole again
-  }, 60_000);
+      expect((await readState(store, long!, folder)).total).toBe(8);
+      expect(await kept(long!)).toBe(true);
+      // A stream longer than the whole budget is folded every time, never kept.
+      await inner.append(
+        long!,
+        Array.from({ length: 3 }, () => ({ type: 'Added', data: { n: 1 } })),
+      );
+      expect((await readState(store, long!, folder)).total).toBe(11);
+      expect(await kept(long!)).toBe(false);
+    } finally {
+      Object.assign(limits, saved);
+    }
+  });
 });
