@@ -40,3 +40,32 @@ describe('RS256 tokens with JWT_PUBLIC_KEY', () => {
     expect(res.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
   });
 });
+
+/** Verified tokens are remembered per process (src/http/auth.ts); their time claims are checked on every use. */
+describe('a token verified before', () => {
+  let t: TestSystem;
+  beforeAll(async () => {
+    t = await startTestSystem();
+  });
+  afterAll(() => t.close());
+
+  it('is refused once it has expired', async () => {
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const token = jwt.sign({ sub: randomUUID(), roles: ['client'], exp }, t.config.jwt.secret!, {
+      algorithm: 'HS256',
+    });
+    expect((await t.request('GET', '/api/v1/nav/addreses', { token })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/nav/addreses', { token })).status).toBe(200); // remembered
+    await new Promise((r) => setTimeout(r, exp * 1000 - Date.now() + 50));
+    const res = await t.request('GET', '/api/v1/nav/addreses', { token });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ error: 'unauthorized', code: 401 });
+  });
+
+  it('is another token when its text differs (a tampered signature is checked, not remembered)', async () => {
+    const token = t.token(randomUUID(), ['client']);
+    expect((await t.request('GET', '/api/v1/nav/addreses', { token })).status).toBe(200);
+    const tampered = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
+    expect((await t.request('GET', '/api/v1/nav/addreses', { token: tampered })).status).toBe(401);
+  });
+});
