@@ -1,4 +1,12 @@
 import type { Projection } from './runner';
+import { bumped, userScope } from '../src/readModels/readVersions';
+
+/** Bumps the coach's cached profile (its sessionCount) with it. */
+const INSERT_COMPLETED = bumped(
+  `INSERT INTO completed_sessions (session_id, coach_id, client_id, completed_at) VALUES ($1, $2, $3, $4)
+   ON CONFLICT DO NOTHING`,
+  'completed_sessions',
+);
 
 /** What this read model needs of the session side's `SessionCompleted`. */
 interface SessionCompletedData {
@@ -14,10 +22,12 @@ export const completedSessionsProjection: Projection = {
   handles: ['SessionCompleted'],
   async apply(tx, recorded) {
     const d = recorded.data as SessionCompletedData;
-    await tx.query(
-      `INSERT INTO completed_sessions (session_id, coach_id, client_id, completed_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT DO NOTHING`,
-      [d.sessionId, d.coachId, d.clientId, d.completedAt],
-    );
+    await tx.query(INSERT_COMPLETED, [
+      d.sessionId,
+      d.coachId,
+      d.clientId,
+      d.completedAt,
+      [userScope(d.coachId)],
+    ]);
   },
 };

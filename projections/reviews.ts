@@ -1,4 +1,12 @@
 import type { Projection } from './runner';
+import { bumped, userScope } from '../src/readModels/readVersions';
+
+/** Bumps the coach's cached profile (its rating) with it. */
+const INSERT_REVIEW = bumped(
+  `INSERT INTO reviews (id, session_id, coach_id, client_id, service_id, rating, comment, created_at)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+  'reviews',
+);
 
 /** What this read model needs of the session side's `SessionReviewed` (stream `session-<sessionId>`). */
 interface SessionReviewedData {
@@ -18,10 +26,16 @@ export const reviewsProjection: Projection = {
   async apply(tx, recorded) {
     const d = recorded.data as SessionReviewedData;
     // A session is reviewed once; a repeated event for it changes nothing.
-    await tx.query(
-      `INSERT INTO reviews (id, session_id, coach_id, client_id, service_id, rating, comment, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-      [recorded.id, d.sessionId, d.coachId, d.clientId, d.serviceId, d.rating, d.comment ?? '', d.reviewedAt],
-    );
+    await tx.query(INSERT_REVIEW, [
+      recorded.id,
+      d.sessionId,
+      d.coachId,
+      d.clientId,
+      d.serviceId,
+      d.rating,
+      d.comment ?? '',
+      d.reviewedAt,
+      [userScope(d.coachId)],
+    ]);
   },
 };

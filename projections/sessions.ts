@@ -2,6 +2,7 @@ import type { BookingEvent } from '../commands/booking/events';
 import type { PaymentStatusChanged } from '../commands/payments/events';
 import { assertNever } from '../src/decider';
 import type { Projection } from './runner';
+import { bumped, bumpedRows, userScope } from '../src/readModels/readVersions';
 
 const STATE_OF = {
   SessionApproved: 'approved',
@@ -10,6 +11,29 @@ const STATE_OF = {
   SessionCompleted: 'completed',
   SessionDisputed: 'disputed',
 } as const;
+
+/**
+ * Each change to a client's sessions bumps the client's cached packages (availability) with it (several
+ * sessions: with the first; a rebuild replays the plain statement, one text it can merge).
+ */
+const INSERT_SESSION = `INSERT INTO sessions (id, group_id, coach_id, client_id, service_id, payment_id, state, payment_state,
+   starts_at, ends_at, slot, timezone, terms, booked_at, updated_at)
+ VALUES ($1, $2, $3, $4, $5, $6, 'new',
+   -- a package's later sessions share its payment, which may have moved on already
+   COALESCE((SELECT payment_state FROM sessions WHERE payment_id = $6 LIMIT 1), 'awaiting'),
+   $7, $8, $9, $10, $11::jsonb, $12, $12)
+ ON CONFLICT (id) DO NOTHING`;
+const INSERT_SESSION_BUMPED = bumped(INSERT_SESSION, 'sessions');
+const SET_STATE = bumpedRows(
+  'UPDATE sessions SET state = $2, updated_at = $3 WHERE id = $1',
+  'client_id',
+  'sessions',
+);
+const SET_PAYMENT_STATE = bumpedRows(
+  'UPDATE sessions SET payment_state = $2, updated_at = $3 WHERE payment_id = $1',
+  'client_id',
+  'sessions',
+);
 
 /** Read model `sessions`: one row per booked session, its lifecycle state and its payment's status. */
 export const sessionsProjection: Projection = {
@@ -21,30 +45,22 @@ export const sessionsProjection: Projection = {
     switch (event.type) {
       case 'SessionsBooked': {
         const d = event.data;
-        for (const s of d.sessions)
-          await tx.query(
-            `INSERT INTO sessions (id, group_id, coach_id, client_id, service_id, payment_id, state, payment_state,
-               starts_at, ends_at, slot, timezone, terms, booked_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, 'new',
-               -- a package's later sessions share its payment, which may have moved on already
-               COALESCE((SELECT payment_state FROM sessions WHERE payment_id = $6 LIMIT 1), 'awaiting'),
-               $7, $8, $9, $10, $11::jsonb, $12, $12)
-             ON CONFLICT (id) DO NOTHING`,
-            [
-              s.sessionId,
-              d.groupId,
-              d.coachId,
-              d.clientId,
-              d.serviceId,
-              d.terms.paymentId,
-              s.startsAt,
-              s.endsAt,
-              s.slot,
-              d.timezone,
-              JSON.stringify(d.terms),
-              d.bookedAt,
-            ],
-          );
+        for (const [i, s] of d.sessions.entries())
+          await tx.query(i === 0 ? INSERT_SESSION_BUMPED : INSERT_SESSION, [
+            s.sessionId,
+            d.groupId,
+            d.coachId,
+            d.clientId,
+            d.serviceId,
+            d.terms.paymentId,
+            s.startsAt,
+            s.endsAt,
+            s.slot,
+            d.timezone,
+            JSON.stringify(d.terms),
+            d.bookedAt,
+            ...(i === 0 ? [[userScope(d.clientId)]] : []),
+          ]);
         return;
       }
       case 'SessionApproved':
@@ -52,11 +68,7 @@ export const sessionsProjection: Projection = {
       case 'SessionCanceled':
       case 'SessionCompleted':
       case 'SessionDisputed':
-        await tx.query('UPDATE sessions SET state = $2, updated_at = $3 WHERE id = $1', [
-          event.data.sessionId,
-          STATE_OF[event.type],
-          at,
-        ]);
+        await tx.query(SET_STATE, [event.data.sessionId, STATE_OF[event.type], at]);
         return;
       case 'SessionReviewed':
         await tx.query('UPDATE sessions SET reviewed = true, updated_at = $2 WHERE id = $1', [
@@ -65,11 +77,7 @@ export const sessionsProjection: Projection = {
         ]);
         return;
       case 'PaymentStatusChanged':
-        await tx.query('UPDATE sessions SET payment_state = $2, updated_at = $3 WHERE payment_id = $1', [
-          event.data.paymentId,
-          event.data.to,
-          at,
-        ]);
+        await tx.query(SET_PAYMENT_STATE, [event.data.paymentId, event.data.to, at]);
         return;
       default:
         assertNever(event);

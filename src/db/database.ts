@@ -7,8 +7,20 @@ export interface QueryResult<R> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * A name for a hot statement of fixed text: on PostgreSQL it is prepared once per connection and its plan
+   * reused (planning cost more than running the cached reads' version look-up). Ignored elsewhere.
+   */
+  name?: string;
+}
+
 export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+  query<R = Record<string, unknown>>(
+    sql: string,
+    params?: unknown[],
+    opts?: QueryOptions,
+  ): Promise<QueryResult<R>>;
 }
 
 export interface Database extends Queryable {

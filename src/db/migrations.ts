@@ -6,6 +6,7 @@ import { storageMigrations } from './migrations/storage';
 import { notificationMigrations } from './migrations/notifications';
 import type { Migration } from './migrations/migration';
 import { leaseMigrations } from './migrations/leases';
+import { readVersionMigrations } from './migrations/readVersions';
 
 /** Read-model schema, in order. A migration is never edited once released; add a new one instead. */
 export const migrations: Migration[] = [
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   ...storageMigrations,
   ...notificationMigrations,
   ...leaseMigrations,
+  ...readVersionMigrations,
 ];

@@ -1,5 +1,5 @@
 import { Pool, types, type PoolClient } from 'pg';
-import type { Database, Queryable, QueryResult } from './database';
+import type { Database, Queryable, QueryOptions, QueryResult } from './database';
 
 // int8 and numeric come back as strings; callers convert to bigint where they need it.
 types.setTypeParser(types.builtins.INT8, (v) => v);
@@ -9,8 +9,10 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
 
-  const query = async <R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> => {
-    const res = await pool.query(sql, params as unknown[]);
+  const query = async <R>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> => {
+    const res = opts?.name
+      ? await pool.query({ name: opts.name, text: sql, values: params as unknown[] })
+      : await pool.query(sql, params as unknown[]);
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
   };
 

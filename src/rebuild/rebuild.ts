@@ -10,6 +10,7 @@ import {
 } from '../eventstore/types';
 import type { Projection } from '../../projections/runner';
 import { READ_MODEL_TABLES } from './tables';
+import { BUMP_EVERYTHING, withoutBumps } from '../readModels/readVersions';
 import { recordingQueryable } from './batch';
 import {
   compareTable,
@@ -126,14 +127,16 @@ async function applyEvents(
   if (!mine.length) return;
   if (mode === 'batched') {
     const recorder = recordingQueryable();
-    for (const e of mine) await model.apply!(recorder.tx, e);
+    // Replayed without the version bumps of the cached reads: the swap bumps everything instead.
+    const replay = withoutBumps(recorder.tx);
+    for (const e of mine) await model.apply!(replay, e);
     const sql = recorder.take();
     if (sql) await tx.query(sql);
     return;
   }
   for (const e of mine)
     try {
-      await model.apply!(tx, e);
+      await model.apply!(withoutBumps(tx), e);
     } catch (err) {
       throw new RebuildError(
         `read model ${model.name} failed on event ${e.id} (${e.type}, ${e.streamName}@${e.revision}, ` +
@@ -379,6 +382,8 @@ async function runRebuild(
             );
             await tx.query(`SET LOCAL lock_timeout = 0`);
             await swapTables(tx, live, shadow, retired, tables);
+            // Every cached read (queries/availability.ts, queries/coachProfile.ts) is computed again.
+            await tx.query(BUMP_EVERYTHING);
             for (const m of models) {
               const at = end.get(m.name)!;
               await tx.query(
