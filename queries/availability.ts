@@ -5,6 +5,7 @@ import type { Schedule } from '../commands/calendar/events';
 import { IsoDate } from '../commands/calendar/codecs';
 import {
   freeSlots,
+  freeSlotsUntil,
   localDate,
   slotRulesOf,
   type FreeSlot,
@@ -22,7 +23,9 @@ import { isCoach } from '../src/readModels/users';
 import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
 import { coachServices } from './services';
-import { clientPackages } from './packages';
+import { clientPackages, clientPackagesUntil } from './packages';
+import { ReadCache, fillHole, holedJson, type HoledJson } from '../src/readModels/readCache';
+import { EVERYTHING, ensureScopes, readTokens, userScope } from '../src/readModels/readVersions';
 
 /** A coordinate in the query string (text), within bounds. */
 const coordinate = (name: string, bound: number) =>
@@ -153,6 +156,10 @@ function holdWindow(query: unknown, now: Date): { lo: string; hi: string } {
   return lo <= hi ? { lo, hi } : { lo: hi, hi: lo };
 }
 
+/** The first instant of the next local date in `zone` (epoch ms). */
+const nextLocalMidnight = (now: Date, zone: string) =>
+  DateTime.fromJSDate(now, { zone }).startOf('day').plus({ days: 1 }).toMillis();
+
 async function calendarOf(db: Queryable, coachId: string, from: string, to: string) {
   const cal = await db.query<{ schedule: Schedule }>(
     'SELECT schedule FROM coach_calendars WHERE coach_id = $1',
@@ -191,51 +198,133 @@ const slotsFor = (
   travel: number,
 ): FreeSlot[] => (schedule ? freeSlots(schedule, reservations, slotRulesOf(s), from, to, now, travel) : []);
 
+/** The query parameters of endpoint 6 that may change its answer, as one cache key. */
+const RANGE_KEYS = ['from_date', 'to_date', 'address_id', 'lat', 'lng', 'user'] as const;
+const queryKey = (query: Record<string, unknown>) => JSON.stringify(RANGE_KEYS.map((k) => query[k] ?? null));
+
+/** What endpoint 6 caches per service and query: its answer as text, with a hole for the caller's packages. */
+interface CachedAvailability {
+  coachId: string;
+  answer: HoledJson;
+}
+
+/**
+ * Endpoint 6 answers from a per-process cache checked against `read_versions` (src/readModels/readVersions.ts)
+ * with one indexed read per request. Everything the answer is computed from, and what keeps each fresh:
+ * - the service row (status, fields, its coach): projections/services.ts bumps `user:<coach>`;
+ * - the coach's schedule and holds (coach_calendars, slot_holds): projections/calendar.ts bumps `user:<coach>`
+ *   (bookings, releases after a cancel, decline or payment expiry, schedule changes);
+ * - the coach's addresses (`address_id` ownership, travel from the default address to `lat`/`lng`):
+ *   projections/addresses.ts bumps `user:<coach>`;
+ * - the caller's packages (sessions of the caller): projections/sessions.ts bumps `user:<caller>`;
+ * - a rebuild that swaps read models in bumps `*`, which every answer depends on;
+ * - the clock: minimum notice and booking window (`freeSlotsUntil`), the default range starting today in
+ *   the coach's zone (until the next local midnight), packages expiring (`clientPackagesUntil`): each
+ *   cached part carries the instant until which it stays true and is recomputed from then on;
+ * - the query string (part of the key) and the caller (visibility of a service not approved: such answers
+ *   are never cached; the packages are the caller's own, cached per caller).
+ */
+const AVAILABILITY_BOUNDS = { maxEntries: 2_000, maxBytes: 8 * 2 ** 20 };
+const PACKAGES_BOUNDS = { maxEntries: 10_000, maxBytes: 2 * 2 ** 20 };
+
 export function availabilityQueries(deps: AppDeps): Router {
   const router = new Router();
+  const answers = new ReadCache<CachedAvailability>(AVAILABILITY_BOUNDS);
+  const packagesOf = new ReadCache<string>(PACKAGES_BOUNDS);
 
   // 6. Free slots of one service, as local date-times in the coach's zone with the seats left.
   router.get('/api/v1/service/:service_id/availability', async (ctx) => {
     const serviceId = decode(t.type({ service_id: Uuid }), ctx.params, 'path').service_id.toLowerCase();
     const now = deps.clock();
-    const { lo, hi } = holdWindow(ctx.query, now);
-    const res = await deps.db.query<{
-      id: string;
-      coach_id: string;
-      status: ServiceStatus;
-      fields: ServiceFields;
-      schedule: Schedule | null;
-      holds: Reservation[];
-    }>(SERVICE_AVAILABILITY, [serviceId, lo, hi]);
-    const row = res.rows[0];
+    const at = now.getTime();
     const caller = optionalPrincipal(ctx);
-    if (!row || (row.status !== 'approved' && row.coach_id !== caller?.userId))
-      throw notFound('service_not_found', 'no such service');
-    const service = toServiceOut({ ...row.fields, id: row.id, status: row.status });
-    const zone = row.schedule?.timezone ?? 'UTC';
-    const { from, to } = range(ctx.query, zone, now);
-    const reservations = row.holds.map((h) => ({
-      ...h,
-      startsAt: new Date(h.startsAt).toISOString(),
-      endsAt: new Date(h.endsAt).toISOString(),
-    }));
-    const travel = await candidateTravel(deps.db, row.coach_id, ctx.query);
-    // The caller's own packages of this service with sessions left to book (`packageId` in booking).
-    const packages = caller
-      ? (await clientPackages(deps.db, caller.userId, { serviceId }, now)).filter((p) => p.open)
-      : [];
-    ctx.body = {
+    const callerScope = caller ? userScope(caller.userId) : null;
+    // One indexed read: the versions of everything, of the service's coach and of the caller.
+    const tokens = await readTokens(
+      deps.db,
+      callerScope ? [EVERYTHING, callerScope] : [EVERYTHING],
       serviceId,
-      coachId: row.coach_id,
-      timezone: zone,
-      fromDate: from,
-      toDate: to,
-      minutesDuration: service.sessionMinutesDuration,
-      minutesTravel: travel,
-      groupSession: service.groupSession,
-      slots: slotsFor(service, row.schedule, reservations, from, to, now, travel),
-      packages,
+    );
+    const epoch = tokens.get(EVERYTHING);
+    const tokenOf = (scope: string) => {
+      const v = tokens.get(scope);
+      return epoch === undefined || v === undefined ? undefined : `${epoch}|${v}`;
     };
+    const key = `${serviceId}${queryKey(ctx.query)}`;
+    const packagesKey = caller ? `${caller.userId}/${serviceId}` : '';
+    const hit = answers.get(key, (a) => tokenOf(userScope(a.coachId)), at);
+    const shared = hit ?? (await computeShared());
+    let packagesText = callerScope ? packagesOf.get(packagesKey, tokenOf(callerScope), at) : '[]';
+    if (packagesText === undefined && caller && callerScope) {
+      // The caller's own packages of this service with sessions left to book (`packageId` in booking).
+      const { packages, until } = await clientPackagesUntil(deps.db, caller.userId, { serviceId }, now);
+      packagesText = JSON.stringify(packages.filter((p) => p.open));
+      const token = tokenOf(callerScope);
+      if (token !== undefined)
+        packagesOf.set(packagesKey, token, packagesText, 2 * packagesText.length, at, until);
+      else await ensureScopes(deps.db, [callerScope]);
+    }
+    ctx.type = 'application/json';
+    ctx.body = fillHole(shared.answer, packagesText ?? '[]');
+
+    /** The answer without the caller's packages, computed (and cached when it may be). */
+    async function computeShared(): Promise<CachedAvailability> {
+      const { lo, hi } = holdWindow(ctx.query, now);
+      const res = await deps.db.query<{
+        id: string;
+        coach_id: string;
+        status: ServiceStatus;
+        fields: ServiceFields;
+        schedule: Schedule | null;
+        holds: Reservation[];
+      }>(SERVICE_AVAILABILITY, [serviceId, lo, hi]);
+      const row = res.rows[0];
+      if (!row || (row.status !== 'approved' && row.coach_id !== caller?.userId))
+        throw notFound('service_not_found', 'no such service');
+      const service = toServiceOut({ ...row.fields, id: row.id, status: row.status });
+      const zone = row.schedule?.timezone ?? 'UTC';
+      const { from, to } = range(ctx.query, zone, now);
+      const reservations = row.holds.map((h) => ({
+        ...h,
+        startsAt: new Date(h.startsAt).toISOString(),
+        endsAt: new Date(h.endsAt).toISOString(),
+      }));
+      const travel = await candidateTravel(deps.db, row.coach_id, ctx.query);
+      const { slots, until } = row.schedule
+        ? freeSlotsUntil(row.schedule, reservations, slotRulesOf(service), from, to, now, travel)
+        : { slots: [], until: Infinity };
+      const holed = holedJson(
+        {
+          serviceId,
+          coachId: row.coach_id,
+          timezone: zone,
+          fromDate: from,
+          toDate: to,
+          minutesDuration: service.sessionMinutesDuration,
+          minutesTravel: travel,
+          groupSession: service.groupSession,
+          slots,
+          packages: null,
+        },
+        'packages',
+        '[]',
+      );
+      const answer = { coachId: row.coach_id, answer: holed };
+      const coachScope = userScope(row.coach_id);
+      const token = tokenOf(coachScope);
+      // The default range starts today in the coach's zone: true until the next local midnight.
+      const rangeUntil = ctx.query.from_date === undefined ? nextLocalMidnight(now, zone) : Infinity;
+      // A service not approved shows only to its coach: never cached.
+      if (row.status === 'approved' && token !== undefined)
+        answers.set(key, token, answer, holed.bytes.length, at, Math.min(until, rangeUntil));
+      else if (token === undefined)
+        // A scope with no version row yet gets one, so that the next read can be served from the cache.
+        await ensureScopes(
+          deps.db,
+          [EVERYTHING, coachScope].filter((x) => !tokens.has(x)),
+        );
+      return answer;
+    }
   });
 
   // 11. Every approved service of a coach with its free slots.

@@ -12,6 +12,8 @@ import { galleryFileBase, toFileBase } from '../src/resources/fileBase';
 import type { GalleryItem, UserProfile } from '../commands/users/events';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
 import type { VideoRecord } from '../commands/videos/events';
+import { ReadCache, fillHole, holedJson, type HoledJson } from '../src/readModels/readCache';
+import { EVERYTHING, ensureScopes, readTokens, userScope } from '../src/readModels/readVersions';
 
 type Place = { lat: number; lng: number } | null;
 
@@ -43,6 +45,10 @@ SELECT p.profile,
      FROM profile_media m WHERE m.user_id = p.id) AS gallery
 FROM user_profiles p WHERE p.id = $1`;
 
+/** Great-circle km between the caller's and the coach's default places, to 2 decimals; null without both. */
+const distanceOf = (coachPlace: Place, callerPlace: Place) =>
+  coachPlace && callerPlace ? Math.round(greatCircleKm(callerPlace, coachPlace) * 100) / 100 : null;
+
 interface ProfileRow {
   profile: UserProfile;
   services: { id: string; status: ServiceStatus; fields: ServiceFields }[];
@@ -54,20 +60,73 @@ interface ProfileRow {
   gallery: GalleryItem[];
 }
 
+/** What endpoint 13 caches per coach: the answer as text with a hole for `distance`, and the coach's place. */
+interface CachedProfile {
+  answer: HoledJson;
+  coachPlace: Place;
+}
+
+/**
+ * Endpoint 13 answers from a per-process cache checked against `read_versions` (src/readModels/readVersions.ts)
+ * with one indexed read per request. Everything the answer is computed from, and what keeps each fresh
+ * (every one bumps `user:<coach>` in the statement that changes it):
+ * - the profile (user_profiles): projections/userProfiles.ts (profile changes, media URL, verified);
+ * - approved services, their prices and types (services): projections/services.ts;
+ * - the rating (reviews): projections/reviews.ts; sessionCount (completed_sessions): projections/completedSessions.ts;
+ * - the coach's default place (addresses): projections/addresses.ts;
+ * - videos: projections/videos.ts; images and certificates (profile_media): projections/profileMedia.ts;
+ * - the caller's default place (`distance`): projections/addresses.ts bumps `user:<caller>`, cached per caller;
+ * - a rebuild that swaps read models in bumps `*`. Nothing here depends on the clock.
+ */
+const PROFILE_BOUNDS = { maxEntries: 5_000, maxBytes: 8 * 2 ** 20 };
+const PLACE_BOUNDS = { maxEntries: 10_000, maxBytes: 2 * 2 ** 20 };
+
 export function coachProfileQueries(deps: AppDeps): Router {
   const router = new Router();
+  const answers = new ReadCache<CachedProfile>(PROFILE_BOUNDS);
+  const places = new ReadCache<Place>(PLACE_BOUNDS);
   // 13. Public coach profile; a token is optional and only serves `distance`.
   router.get('/api/v1/coach/:coach_id/profile', async (ctx) => {
     const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
     const caller = optionalPrincipal(ctx);
+    const coachScope = userScope(coachId);
+    const callerScope = caller ? userScope(caller.userId) : null;
+    // One indexed read: the versions of everything, of the coach and of the caller.
+    const tokens = await readTokens(deps.db, [EVERYTHING, coachScope, ...(callerScope ? [callerScope] : [])]);
+    const epoch = tokens.get(EVERYTHING);
+    const tokenOf = (scope: string) => {
+      const v = tokens.get(scope);
+      return epoch === undefined || v === undefined ? undefined : `${epoch}|${v}`;
+    };
+    const now = Date.now(); // nothing shown depends on time: entries never expire by it
+    const hit = answers.get(coachId, tokenOf(coachScope), now);
+    const placeHit = caller && callerScope ? places.get(caller.userId, tokenOf(callerScope), now) : null;
+    if (hit && placeHit !== undefined) {
+      ctx.type = 'application/json';
+      ctx.body = fillHole(hit.answer, JSON.stringify(distanceOf(hit.coachPlace, placeHit)));
+      return;
+    }
+    const unversioned = [EVERYTHING, coachScope, ...(callerScope ? [callerScope] : [])].filter(
+      (s) => !tokens.has(s),
+    );
+    if (unversioned.length) await ensureScopes(deps.db, unversioned);
     const row = (await deps.db.query<ProfileRow>(PROFILE, [coachId, caller?.userId ?? null])).rows[0];
     const coach = row?.profile.type === 'coach' ? row.profile : null;
     if (!row || !coach) throw notFound('coach_not_found', 'no such coach');
+    const callerPlace = caller ? row.caller_place : null;
+    if (caller && callerScope && placeHit === undefined) {
+      const token = tokenOf(callerScope);
+      if (token !== undefined) places.set(caller.userId, token, callerPlace, 40, now, Infinity);
+    }
+    if (hit) {
+      ctx.type = 'application/json';
+      ctx.body = fillHole(hit.answer, JSON.stringify(distanceOf(hit.coachPlace, callerPlace)));
+      return;
+    }
     const services = row.services.map((x) => toServiceOut({ ...x.fields, id: x.id, status: x.status }));
     const rating = ratingOf(row.rating);
     const count = row.sessions;
     const coachPlace = row.coach_place;
-    const callerPlace = caller ? row.caller_place : null;
     const videos = row.videos.map((v) => toFileBase({ ...v, filesize: Number(v.filesize) }));
     const gallery = row.gallery.map((g) => ({
       ...g,
@@ -96,8 +155,7 @@ export function coachProfileQueries(deps: AppDeps): Router {
       images: gallery.filter((i) => i.kind === 'image').map(galleryFileBase),
       videos, // the coach's preview videos (FileBase), in the coach's order
       certificates: gallery.filter((i) => i.kind === 'certificate').map(galleryFileBase),
-      distance:
-        coachPlace && callerPlace ? Math.round(greatCircleKm(callerPlace, coachPlace) * 100) / 100 : null,
+      distance: null, // the caller's: filled in below
       experience: coach.experience,
       price: cheapest?.price ?? null,
       minPrice: prices.length ? Math.min(...prices) : null,
@@ -106,7 +164,12 @@ export function coachProfileQueries(deps: AppDeps): Router {
       sessionCount: count,
       verified: coach.verified,
     };
-    ctx.body = body;
+    const answer = holedJson(body as unknown as Record<string, unknown>, 'distance', 'null');
+    const token = tokenOf(coachScope);
+    if (token !== undefined)
+      answers.set(coachId, token, { answer, coachPlace }, answer.bytes.length, now, Infinity);
+    ctx.type = 'application/json';
+    ctx.body = fillHole(answer, JSON.stringify(distanceOf(coachPlace, callerPlace)));
   });
   return router;
 }

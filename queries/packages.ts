@@ -30,6 +30,20 @@ export async function clientPackages(
   filter: { coachId?: string; serviceId?: string },
   now: Date,
 ): Promise<PackageOut[]> {
+  return (await clientPackagesUntil(db, clientId, filter, now)).packages;
+}
+
+/**
+ * `clientPackages`, and `until`: the first instant (epoch ms, exclusive) at which time alone changes the
+ * answer (a package expires: `expired` and `open` flip). Nothing else here depends on `now`.
+ */
+export async function clientPackagesUntil(
+  db: Queryable,
+  clientId: string,
+  filter: { coachId?: string; serviceId?: string },
+  now: Date,
+): Promise<{ packages: PackageOut[]; until: number }> {
+  let until = Infinity;
   const res = await db.query<{
     group_id: string;
     service_id: string;
@@ -49,13 +63,15 @@ export async function clientPackages(
      ORDER BY min(booked_at) DESC, group_id`,
     [clientId, filter.coachId ?? null, filter.serviceId ?? null],
   );
-  return res.rows
+  const packages = res.rows
     .filter((r) => r.terms.numberOfSessions > 1)
     .map((r) => {
       const bookedAt = new Date(r.booked_at).toISOString();
       const n = r.terms.numberOfSessions;
       const used = Number(r.used);
-      const expired = now.getTime() > packageExpiresAt({ bookedAt, terms: r.terms }, r.timezone);
+      const expiresAt = packageExpiresAt({ bookedAt, terms: r.terms }, r.timezone);
+      const expired = now.getTime() > expiresAt;
+      if (!expired) until = Math.min(until, expiresAt + 1);
       const remaining = Math.max(0, n - used);
       return {
         packageId: r.group_id,
@@ -73,4 +89,5 @@ export async function clientPackages(
         open: remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state),
       };
     });
+  return { packages, until };
 }

@@ -140,9 +140,30 @@ export function freeSlots(
   now: Date,
   travelMinutes = 0,
 ): FreeSlot[] {
+  return freeSlotsUntil(schedule, reservations, rules, fromDate, toDate, now, travelMinutes).slots;
+}
+
+/**
+ * `freeSlots`, and `until`: the first instant (epoch ms, exclusive) at which the passing of time alone would
+ * change the answer. A shown slot leaves it once the minimum notice passes its start; a slot beyond the
+ * booking window enters it when the window reaches its start (conservatively, even if a hold blocks it).
+ * Slots already too close only stay out. Nothing else here depends on `now`.
+ */
+export function freeSlotsUntil(
+  schedule: Schedule,
+  reservations: Reservation[],
+  rules: SlotRules,
+  fromDate: string,
+  toDate: string,
+  now: Date,
+  travelMinutes = 0,
+): { slots: FreeSlot[]; until: number } {
   const zone = schedule.timezone;
-  const earliest = now.getTime() + rules.minimumNoticeHours * 3_600_000;
-  const latest = now.getTime() + rules.bookingWindowDays * 86_400_000;
+  const noticeMs = rules.minimumNoticeHours * 3_600_000;
+  const windowMs = rules.bookingWindowDays * 86_400_000;
+  const earliest = now.getTime() + noticeMs;
+  const latest = now.getTime() + windowMs;
+  let until = Infinity;
   const busy = reservations.map((r) => {
     const s = Date.parse(r.startsAt);
     const e = Date.parse(r.endsAt);
@@ -171,7 +192,11 @@ export function freeSlots(
           s = start.toMillis();
         }
         const e = s + rules.minutesDuration * 60_000;
-        if (s < earliest || s > latest) continue;
+        if (s < earliest) continue;
+        if (s > latest) {
+          until = Math.min(until, s - windowMs);
+          continue;
+        }
         let seatsTaken = 0;
         let blocked = false;
         for (const r of busy) {
@@ -183,6 +208,7 @@ export function freeSlots(
           if (overlaps(s - ownTravel, e + ownTravel, r.bs, r.be)) blocked = true;
         }
         if (blocked || seatsTaken >= capacity) continue;
+        until = Math.min(until, s - noticeMs + 1);
         out.push({
           slot: label,
           startsAt: new Date(s).toISOString(),
@@ -192,7 +218,7 @@ export function freeSlots(
       }
     }
   }
-  return out;
+  return { slots: out, until };
 }
 
 /** The local date of an instant in a zone. */
