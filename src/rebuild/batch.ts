@@ -14,7 +14,7 @@ const MAX_ROWS = 1000;
  * the text node-postgres would have sent (`prepareValue`), quoted as literals. The page then goes as one
  * multi-statement simple query, parsed and planned once per statement text instead of once per event.
  *
- * Consecutive runs of the same plain INSERT (see `mergeableInsert`) become one multi-row INSERT: the same
+ * Consecutive runs of the same plain INSERT or upsert (see `mergeableInsert`) become one multi-row INSERT: the same
  * rows in the same order, with a fifth of the server's work per row (no statement, portal and executor
  * per event). Anything else, and any run of one, is an EXECUTE as above.
  *
@@ -52,7 +52,18 @@ export function recordingQueryable(): { tx: Queryable; take(): string } {
         const { sql, params } = recorded[i]!;
         const shape = shapeOf(sql);
         let end = i + 1;
-        if (shape) while (end < recorded.length && end - i < MAX_ROWS && recorded[end]!.sql === sql) end++;
+        if (shape) {
+          // An upsert's run stops before a row whose key is already in it (DO UPDATE touches a row once).
+          const keys = shape.key ? new Set([shape.key(params)]) : null;
+          while (end < recorded.length && end - i < MAX_ROWS && recorded[end]!.sql === sql) {
+            if (keys) {
+              const key = shape.key!(recorded[end]!.params);
+              if (keys.has(key)) break;
+              keys.add(key);
+            }
+            end++;
+          }
+        }
         if (end - i > 1) {
           const rows = recorded.slice(i, end).map((r) => shape!.row(r.params.map(literal)));
           statements.push(`${shape!.head} VALUES ${rows.join(', ')}${shape!.tail}`);
@@ -86,8 +97,10 @@ export function recordingQueryable(): { tx: Queryable; take(): string } {
 interface InsertShape {
   /** `INSERT INTO table (columns)` */
   head: string;
-  /** ` ON CONFLICT … DO NOTHING` or empty */
+  /** ` ON CONFLICT ... DO NOTHING`, ` ON CONFLICT (cols) DO UPDATE SET col = EXCLUDED.col, ...` or empty */
   tail: string;
+  /** For DO UPDATE: the conflict key of a row, from its parameters (rows of one statement must differ). */
+  key?: (params: unknown[]) => string;
   /** One `(…)` row with each `$n` replaced by the n-th literal. */
   row(literals: string[]): string;
 }
@@ -96,27 +109,45 @@ interface InsertShape {
 const SIMPLE_ITEM =
   /^(\$\d+(::[a-z_][a-z0-9_ ]*(\[\])?)?|true|false|null|-?\d+(\.\d+)?|'[^'\\]*'(::[a-z_][a-z0-9_ ]*)?)$/i;
 const INSERT =
-  /^\s*(insert\s+into\s+[a-z_][a-z0-9_]*\s*\([a-z0-9_,\s]+\))\s*values\s*\(([^()]*)\)\s*(on\s+conflict(\s*\([a-z0-9_,\s]+\))?\s+do\s+nothing)?\s*;?\s*$/i;
+  /^\s*(insert\s+into\s+[a-z_][a-z0-9_]*\s*\(([a-z0-9_,\s]+)\))\s*values\s*\(([^()]*)\)\s*(on\s+conflict(\s*\(([a-z0-9_,\s]+)\))?\s+do\s+(nothing|update\s+set\s+(.*?)))?\s*;?\s*$/is;
+/** `col = EXCLUDED.col`: the new row's own value, nothing read from another row. */
+const SET_ITEM = /^([a-z_][a-z0-9_]*)\s*=\s*excluded\.([a-z_][a-z0-9_]*)$/i;
 
 /**
  * The shape of `INSERT INTO t (cols) VALUES (items) [ON CONFLICT [(cols)] DO NOTHING]` when merging
  * consecutive executions of it into one multi-row INSERT gives the same rows: every item a parameter or
  * a constant (no subquery or function that could read the table and see the earlier rows differently),
- * no RETURNING, no DO UPDATE (which refuses to touch a row twice in one statement). Otherwise null.
+ * no RETURNING. `DO UPDATE` only as `SET col = EXCLUDED.col, ...` on a conflict target of parameters, and
+ * then a run holds each key once (one statement may not touch a row twice; see `key`). Otherwise null.
  * PostgreSQL coerces each row's literals to the target columns' types, as it typed the parameters.
  */
 export function mergeableInsert(sql: string): InsertShape | null {
   const m = INSERT.exec(sql);
   if (!m) return null;
-  const items = m[2]!.split(',').map((s) => s.trim());
-  if (!items.every((x) => SIMPLE_ITEM.test(x))) return null;
+  const [, head, columnList, valueList, conflict, , targetList, action, setList] = m;
+  const columns = columnList!.split(',').map((x) => x.trim().toLowerCase());
+  const items = valueList!.split(',').map((x) => x.trim());
+  if (items.length !== columns.length || !items.every((x) => SIMPLE_ITEM.test(x))) return null;
   const parts = items.map((x) => {
     const p = /^\$(\d+)(.*)$/.exec(x);
     return p ? { param: Number(p[1]) - 1, rest: p[2]! } : { text: x };
   });
+  let key: InsertShape['key'];
+  if (action && !/^nothing$/i.test(action)) {
+    // DO UPDATE: only `col = EXCLUDED.col` assignments, and a conflict target made of parameters.
+    const sets = setList!.split(',').map((x) => SET_ITEM.exec(x.trim()));
+    if (!targetList || sets.some((x) => !x || x[1]!.toLowerCase() !== x[2]!.toLowerCase())) return null;
+    const keyParams = targetList.split(',').map((c) => {
+      const part = parts[columns.indexOf(c.trim().toLowerCase())];
+      return part?.param ?? -1; // a constant in the key: not merged
+    });
+    if (keyParams.includes(-1)) return null;
+    key = (params) => JSON.stringify(keyParams.map((k) => prepareValue(params[k])));
+  }
   return {
-    head: m[1]!.replace(/\s+/g, ' '),
-    tail: m[3] ? ` ${m[3].replace(/\s+/g, ' ')}` : '',
+    head: head!.replace(/\s+/g, ' '),
+    tail: conflict ? ` ${conflict.replace(/\s+/g, ' ')}` : '',
+    ...(key ? { key } : {}),
     row: (literals) =>
       `(${parts
         .map((p) => {

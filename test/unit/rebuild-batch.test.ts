@@ -9,8 +9,11 @@ describe('rebuild batches (src/rebuild/batch.ts)', () => {
     for (const sql of [
       // a subquery sees the table as of the statement, not the rows merged before it
       `INSERT INTO sessions (id, payment_state) VALUES ($1, COALESCE((SELECT payment_state FROM sessions WHERE payment_id = $2 LIMIT 1), 'awaiting'))`,
-      // DO UPDATE refuses to touch a row twice in one statement
-      `INSERT INTO user_profiles (id, profile) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET profile = EXCLUDED.profile`,
+      // DO UPDATE that reads the row it updates, or without a target of parameters
+      `INSERT INTO email_deliveries (stream, attempts) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET status = 'sending', attempts = EXCLUDED.attempts`,
+      `INSERT INTO t (id, n) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET n = t.n + EXCLUDED.n`,
+      `INSERT INTO t (id, n) VALUES ('k', $1) ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n`,
+      `INSERT INTO t (id, n) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n WHERE t.n < 3`,
       'INSERT INTO t (a) VALUES ($1) RETURNING a',
       'INSERT INTO t (a) SELECT $1',
       'INSERT INTO t (a) VALUES (now())',
@@ -35,5 +38,28 @@ describe('rebuild batches (src/rebuild/batch.ts)', () => {
     ]);
     expect(sql.filter((s) => s.startsWith('PREPARE'))).toHaveLength(2);
     expect(take()).toBe('');
+  });
+
+  it('merges an upsert (DO UPDATE SET col = EXCLUDED.col) only while its rows have different keys', async () => {
+    const upsert = `INSERT INTO user_profiles (id, type, profile) VALUES ($1, $2, $3::jsonb)
+           ON CONFLICT (id) DO UPDATE SET type = EXCLUDED.type, profile = EXCLUDED.profile`;
+    expect(mergeableInsert(upsert)?.key?.(['a', 'client', '{}'])).toBe('["a"]');
+    const { tx, take } = recordingQueryable();
+    for (const [id, n] of [
+      ['a', 1],
+      ['b', 2],
+      ['a', 3],
+      ['c', 4],
+    ] as const)
+      await tx.query(upsert, [id, 'client', JSON.stringify({ n })]);
+    const rows = take()
+      .split(';\n')
+      .filter((x) => x.startsWith('INSERT'))
+      .map((x) => x.match(/\('\w'/g));
+    // The second 'a' starts a new statement, after the first one has run.
+    expect(rows).toEqual([
+      ["('a'", "('b'"],
+      ["('a'", "('c'"],
+    ]);
   });
 });
