@@ -69,7 +69,16 @@ async function start(script: string, env: Record<string, string | undefined>): P
       }),
     stop: () =>
       new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
+        if (child.exitCode !== null) return resolve();
+        // A server that does not stop within 10 s is killed: the bench must end, and says so.
+        const timer = setTimeout(() => {
+          console.warn(`${script} did not stop within 10 s; killed`);
+          child.kill('SIGKILL');
+        }, 10_000);
+        child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
         child.send({ cmd: 'stop' });
       }),
   };
