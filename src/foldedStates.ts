@@ -2,15 +2,15 @@ import type { DomainEvent } from './decider';
 import type { EventStore, Position, RecordedEvent } from './eventstore/types';
 
 /**
- * Folded stream states kept in memory, per event store and decider, so that deciding on a stream reads
+ * Folded stream states kept in memory, per event store, decider and stream, so that deciding on a stream reads
  * only the events it got since this process last folded it (one indexed read of a short tail) instead of
  * the whole stream: a busy coach's calendar or inbox grows for years, and its fold must not grow with it.
  *
  * Never stale: every load still asks the store for the tail, so writes of other instances are folded in
  * before a decision, and an append that loses a race is decided again on the fresh tail. States are
  * immutable (every `evolve` returns a new one), so a kept state is never changed by a later fold.
- * Bounded: the least recently used streams are forgotten past `limits` (streams, and events folded into
- * them) per decider.
+ * Bounded: the least recently used states are forgotten past `limits` (states, and events folded into
+ * them) per store, all deciders together.
  */
 export type Folder<E extends DomainEvent, S> = {
   initialState: () => S;
@@ -23,53 +23,61 @@ interface Folded {
   position: Position;
 }
 
+/** Bounds for everything one process keeps of one event store, all deciders together. */
 export const limits = {
-  /** Streams kept per decider. */
   streams: 5000,
   /**
    * A state's size grows with the events folded into it (an inbox holds every notification), so the kept
-   * streams of one decider may together stand for at most this many events: a few very long streams are
-   * forgotten before they fill the memory (the next load of one folds it whole again).
+   * states may together stand for at most this many events: a few very long streams are forgotten before
+   * they fill the memory (the next load of one folds it whole again).
    */
-  events: 100_000,
+  events: 50_000,
 };
 
 interface Kept {
-  streams: Map<string, Folded>;
+  /** By decider and stream; least recently used first. */
+  entries: Map<string, Folded>;
   events: number;
 }
 
-const kept = new WeakMap<EventStore, WeakMap<object, Kept>>();
+const kept = new WeakMap<EventStore, Kept>();
+const deciderIds = new WeakMap<object, number>();
+let nextDeciderId = 0;
 const weight = (f: Folded) => Number(f.revision) + 1;
 
-function cacheOf(store: EventStore, decider: object): Kept {
-  let byDecider = kept.get(store);
-  if (!byDecider) kept.set(store, (byDecider = new WeakMap()));
-  let k = byDecider.get(decider);
-  if (!k) byDecider.set(decider, (k = { streams: new Map(), events: 0 }));
+function keyOf(decider: object, streamName: string): string {
+  let id = deciderIds.get(decider);
+  if (id === undefined) deciderIds.set(decider, (id = nextDeciderId++));
+  return `${id}/${streamName}`;
+}
+
+function cacheOf(store: EventStore): Kept {
+  let k = kept.get(store);
+  if (!k) kept.set(store, (k = { entries: new Map(), events: 0 }));
   return k;
 }
 
 /** Keeps a stream's state at a revision (most recently used last; the oldest forgotten past the bounds). */
 export function remember(store: EventStore, decider: object, streamName: string, folded: Folded): void {
-  const k = cacheOf(store, decider);
-  const known = k.streams.get(streamName);
+  const k = cacheOf(store);
+  const key = keyOf(decider, streamName);
+  const known = k.entries.get(key);
   if (known && known.revision >= folded.revision) {
     // Nothing newer (or a newer fold got there first): only its use is recorded.
-    k.streams.delete(streamName);
-    k.streams.set(streamName, known);
+    k.entries.delete(key);
+    k.entries.set(key, known);
     return;
   }
   if (known) {
-    k.streams.delete(streamName);
+    k.entries.delete(key);
     k.events -= weight(known);
   }
   if (weight(folded) > limits.events) return; // a stream longer than the whole budget is not kept
-  k.streams.set(streamName, folded);
+  k.entries.set(key, folded);
   k.events += weight(folded);
-  while (k.streams.size > limits.streams || k.events > limits.events) {
-    const [oldest, f] = k.streams.entries().next().value!;
-    k.streams.delete(oldest);
+  while (k.entries.size > limits.streams || k.events > limits.events) {
+    const [oldest, f] = k.entries.entries().next().value!;
+    k.entries.delete(oldest);
     k.events -= weight(f);
   }
 }
@@ -90,7 +98,7 @@ export async function loadState<E extends DomainEvent, S>(
   decider: Folder<E, S>,
   opts: { whole?: boolean } = {},
 ): Promise<Loaded<S>> {
-  const hit = opts.whole ? undefined : cacheOf(store, decider).streams.get(streamName);
+  const hit = opts.whole ? undefined : cacheOf(store).entries.get(keyOf(decider, streamName));
   const read = await store.readStream(streamName, hit ? { fromRevision: hit.revision + 1n } : undefined);
   // Only events past the kept revision are folded onto it, whatever the store answered.
   const fresh = hit ? read.events.filter((e) => e.revision > hit.revision) : read.events;

@@ -78,7 +78,7 @@ describe('folded states kept between commands', () => {
     expect((await inner.readStream(stream)).events).toHaveLength(2);
   });
 
-  it('keeps a bounded number of streams and events per decider, forgetting the least recently used', async () => {
+  it('keeps a bounded number of streams and events per decider, forgetting the least recently used (all deciders together)', async () => {
     const saved = { ...limits };
     limits.streams = 3;
     limits.events = 10;
