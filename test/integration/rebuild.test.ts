@@ -199,6 +199,8 @@ function rebuildCli(args: string[]): Promise<{ code: number | null; out: string 
     env: {
       PATH: process.env.PATH,
       DATABASE_URL: t.database.url,
+      // The log the service writes: EventStoreDB (or its double) when the tests run on it.
+      ...(t.config.eventStoreUrl ? { EVENTSTORE_URL: t.config.eventStoreUrl } : {}),
       DATA_DIR: t.config.dataDir,
       SMTP_URL: smtp.url,
     },
