@@ -1,6 +1,7 @@
 import { ensureListed } from '../commands/booking/lookups';
 import type { SlotsReserved } from '../commands/calendar/events';
-import type { EventStore } from '../src/eventstore/types';
+import { clientBookingsStream } from '../commands/booking/events';
+import { writtenWith, type EventStore } from '../src/eventstore/types';
 import { LEASES } from '../src/leases';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
@@ -17,7 +18,10 @@ export function bookingListProcess(store: EventStore): Projection {
     lease: LEASES.bookingProcess,
     handles: ['SlotsReserved'],
     async react(recorded) {
-      await ensureListed(store, recorded.data as SlotsReserved['data'], {
+      const reserved = recorded.data as SlotsReserved['data'];
+      // Listed in the hold's own transaction: nothing to heal, nothing to read.
+      if (writtenWith(recorded, clientBookingsStream(reserved.clientId))) return;
+      await ensureListed(store, reserved, {
         causationId: recorded.id,
         correlationId: recorded.metadata.correlationId ?? recorded.id,
         actor: SYSTEM_ACTOR,

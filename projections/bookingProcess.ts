@@ -7,7 +7,12 @@ import { paymentStream, type PaymentStatusChanged } from '../commands/payments/e
 import { paymentDecider } from '../commands/payments/decider';
 import { UNPAID_STATUSES } from '../commands/payments/transitions';
 import { handleCommand, readState } from '../src/commandHandler';
-import type { EventMetadata, EventStore, RecordedEvent } from '../src/eventstore/types';
+import {
+  writtenWith,
+  type EventMetadata,
+  type EventStore,
+  type RecordedEvent,
+} from '../src/eventstore/types';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
 
@@ -43,6 +48,12 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
         SlotsReserved | SessionDeclined | SessionCanceled | PaymentStatusChanged;
       switch (event.type) {
         case 'SlotsReserved':
+          // Sessions and payment written in the hold's own transaction: nothing to complete or read.
+          if (
+            writtenWith(recorded, bookingStream(event.data.groupId)) &&
+            writtenWith(recorded, paymentStream(event.data.terms.paymentId))
+          )
+            return;
           await completeBooking(store, event.data, metadata);
           return;
         case 'SessionDeclined':

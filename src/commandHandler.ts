@@ -78,12 +78,14 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;
     if (events.length === 0) return { ok: true, events, state, position: null, observed, alongside: false };
+    const others = alongside && store.appendMany ? alongside(events) : [];
+    // The command's events say which streams were written with them, atomically (see writtenWith).
+    const stamped = others.length ? { ...metadata, writtenWith: others.map((o) => o.streamName) } : metadata;
     const own: StreamAppend = {
       streamName,
-      events: events.map((e) => ({ type: e.type, data: e.data, metadata })),
+      events: events.map((e) => ({ type: e.type, data: e.data, metadata: stamped })),
       expectedRevision: revision,
     };
-    const others = alongside && store.appendMany ? alongside(events) : [];
     try {
       const written = others.length
         ? await store.appendMany!([own, ...others])

@@ -22,8 +22,17 @@ export interface EventMetadata {
   causationId?: string;
   actor?: { userId: string; role: string };
   requestId?: string;
+  /**
+   * Streams appended in the same transaction as this event (an atomic `appendMany` on the SQL stores): a
+   * process manager that would write them when missing knows they are there without reading them.
+   */
+  writtenWith?: string[];
   [key: string]: unknown;
 }
+
+/** Whether `event` was stored in one transaction with an append to `streamName`. */
+export const writtenWith = (event: { metadata: EventMetadata }, streamName: string): boolean =>
+  Array.isArray(event.metadata.writtenWith) && event.metadata.writtenWith.includes(streamName);
 
 export interface NewEvent<T extends string = string, D = unknown> {
   id?: string;
