@@ -231,6 +231,8 @@ export function availabilityQueries(deps: AppDeps): Router {
   const router = new Router();
   const answers = new ReadCache<CachedAvailability>(AVAILABILITY_BOUNDS);
   const packagesOf = new ReadCache<string>(PACKAGES_BOUNDS);
+  deps.metrics.watchReadCache('availability', () => answers.stats());
+  deps.metrics.watchReadCache('availability_packages', () => packagesOf.stats());
 
   // 6. Free slots of one service, as local date-times in the coach's zone with the seats left.
   router.get('/api/v1/service/:service_id/availability', async (ctx) => {

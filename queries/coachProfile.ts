@@ -85,6 +85,8 @@ export function coachProfileQueries(deps: AppDeps): Router {
   const router = new Router();
   const answers = new ReadCache<CachedProfile>(PROFILE_BOUNDS);
   const places = new ReadCache<Place>(PLACE_BOUNDS);
+  deps.metrics.watchReadCache('coach_profile', () => answers.stats());
+  deps.metrics.watchReadCache('coach_profile_places', () => places.stats());
   // 13. Public coach profile; a token is optional and only serves `distance`.
   router.get('/api/v1/coach/:coach_id/profile', async (ctx) => {
     const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();

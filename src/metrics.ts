@@ -4,6 +4,7 @@ import type { EventStore, Position } from './eventstore/types';
 import { START } from './eventstore/types';
 import { isPermanentMailError, type Mailer } from './mail/mailer';
 import type { ProjectionRunner } from '../projections/runner';
+import type { ReadCacheStats } from './readModels/readCache';
 
 /**
  * Prometheus metrics of one service instance (served at `GET /metrics`, see src/http/metricsRoute.ts).
@@ -18,6 +19,8 @@ export interface Metrics {
   instrumentMailer(mailer: Mailer): Mailer;
   /** Projection lag is measured at scrape time against the store's head. */
   watchProjections(store: EventStore, runner: ProjectionRunner): void;
+  /** A cache of computed reads (src/readModels/readCache.ts), read at scrape time. */
+  watchReadCache(name: string, stats: () => ReadCacheStats): void;
 }
 
 /** Request durations in seconds: 5 ms to 10 s. */
@@ -136,7 +139,44 @@ export function createMetrics(): Metrics {
     });
   };
 
-  return { registry, http, instrumentStore, instrumentMailer, watchProjections };
+  // Read caches: their counters live in the caches; the samples are read from them at scrape time.
+  const caches = new Map<string, () => ReadCacheStats>();
+  const cacheMetric = <T extends 'Counter' | 'Gauge'>(
+    kind: T,
+    name: string,
+    help: string,
+    field: keyof ReadCacheStats,
+  ) =>
+    new client[kind]({
+      name,
+      help,
+      labelNames: ['cache'] as const,
+      registers: [registry],
+      collect(this: client.Counter | client.Gauge) {
+        this.reset();
+        for (const [cache, stats] of caches) (this as client.Gauge).inc({ cache }, stats()[field]);
+      },
+    });
+  cacheMetric('Counter', 'read_cache_hits_total', 'Reads answered from the cache, by cache', 'hits');
+  cacheMetric(
+    'Counter',
+    'read_cache_misses_total',
+    'Reads computed (no entry, another version, out of date)',
+    'misses',
+  );
+  cacheMetric(
+    'Counter',
+    'read_cache_evictions_total',
+    'Entries dropped to stay within the bounds',
+    'evictions',
+  );
+  cacheMetric('Gauge', 'read_cache_entries', 'Entries held', 'entries');
+  cacheMetric('Gauge', 'read_cache_bytes', 'Approximate bytes held (answers, keys and tokens)', 'bytes');
+  const watchReadCache = (name: string, stats: () => ReadCacheStats) => {
+    caches.set(name, stats);
+  };
+
+  return { registry, http, instrumentStore, instrumentMailer, watchProjections, watchReadCache };
 }
 
 /** Lag of every projection the runner reports, against the store's head. */

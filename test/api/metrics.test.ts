@@ -111,6 +111,22 @@ describe('GET /metrics', () => {
     expect(caughtUp).toMatch(/^nodejs_heap_size_used_bytes \d/m);
   });
 
+  it('counts the read caches: hits, misses, entries and bytes per cache', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const before = await scrape();
+    const read = () => t.request('GET', `/api/v1/service/${serviceId}/availability?from_date=2026-12-02`);
+    for (let i = 0; i < 3; i++) expect((await read()).status).toBe(200);
+    const after = await scrape();
+    const delta = (sample: string) => (value(after, sample) ?? 0) - (value(before, sample) ?? 0);
+    // The first read computes (and caches) the answer, the next two are served from the cache.
+    expect(delta('read_cache_misses_total{cache="availability"}')).toBe(1);
+    expect(delta('read_cache_hits_total{cache="availability"}')).toBe(2);
+    expect(value(after, 'read_cache_entries{cache="availability"}')).toBeGreaterThanOrEqual(1);
+    expect(value(after, 'read_cache_bytes{cache="availability"}')).toBeGreaterThan(1000);
+    expect(value(after, 'read_cache_evictions_total{cache="coach_profile"}')).toBe(0);
+  });
+
   it('a stopped projection shows its lag in events and in the age of its oldest unprocessed event', async () => {
     await t.system.runner.stop();
     try {
