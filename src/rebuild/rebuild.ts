@@ -117,6 +117,8 @@ async function applyEvents(
   after: Position,
   upTo: Position,
   mode: 'batched' | 'oneByOne',
+  /** Batched only: statements sent ahead of the page's, in the same round trip. */
+  prefix = '',
 ) {
   const mine = events.filter(
     (e) =>
@@ -131,7 +133,7 @@ async function applyEvents(
     const replay = withoutBumps(recorder.tx);
     for (const e of mine) await model.apply!(replay, e);
     const sql = recorder.take();
-    if (sql) await tx.query(sql);
+    if (sql) await tx.query(prefix + sql);
     return;
   }
   for (const e of mine)
@@ -301,10 +303,19 @@ async function runRebuild(
     await replay(minOf(built.values()), target, async (page) => {
       await Promise.all(
         models.map(async (m) => {
+          // The log is the durable copy: no need to wait for each page's commit to reach the disk.
+          const settings =
+            `SELECT set_config('search_path', ${escapeLiteral(ident(shadow))}, true);\n` +
+            'SET LOCAL synchronous_commit TO OFF;\n';
           const inShadow = (how: 'batched' | 'oneByOne') =>
             db.transaction(async (tx) => {
+              if (how === 'batched') {
+                // The settings travel with the page's statements: one round trip in the transaction.
+                await applyEvents(tx, m, page, built.get(m.name)!, to.get(m.name)!, how, settings);
+                return;
+              }
               await onShadow(tx);
-              await tx.query('SET LOCAL synchronous_commit TO OFF'); // the log is the durable copy
+              await tx.query('SET LOCAL synchronous_commit TO OFF');
               await applyEvents(tx, m, page, built.get(m.name)!, to.get(m.name)!, how);
             });
           if (!page.some((e) => m.handles.includes(e.type))) return;
