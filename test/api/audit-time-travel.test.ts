@@ -11,8 +11,16 @@ import { startTestSystem, type TestSystem } from '../support/system';
 let t: TestSystem;
 let m: ReturnType<typeof marketplace>;
 let auditor: string;
-const settled = async () =>
-  expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 20_000)).toBe(true);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Until the log stops growing: every projection at the head, and no process manager's follow-up after it. */
+const settled = async () => {
+  for (;;) {
+    const head = await t.system.deps.store.headPosition();
+    expect(await t.system.runner.waitFor(head, 20_000)).toBe(true);
+    await sleep(20);
+    if ((await t.system.deps.store.headPosition()).commit === head.commit) return head;
+  }
+};
 const audit = async (path: string) => {
   const res = await t.request('GET', path, { token: auditor });
   expect([path, res.status]).toEqual([path, 200]);
@@ -23,7 +31,6 @@ const ok = async (p: Promise<{ status: number; body: any }>, what: string) => {
   if (res.status !== 200) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Moment {
   step: string;
@@ -102,8 +109,8 @@ describe('time travel against the API answers of a workload', () => {
       return out;
     };
     /** Records the moment after a step: the read models caught up, then answers, then a gap. */
-    const record = async (step: string) => {
-      await settled();
+    const record = async (step: string): Promise<void> => {
+      const head = await settled();
       const answers = await api();
       const states: Moment['streams'] = {};
       for (const s of await streams()) {
@@ -112,6 +119,8 @@ describe('time travel against the API answers of a workload', () => {
         states[s] = { revision: res.body.revision, state: res.body.state };
       }
       const at = new Date().toISOString();
+      // A moment is one state of the log: if anything was appended meanwhile, take it again.
+      if ((await t.system.deps.store.headPosition()).commit !== head.commit) return record(step);
       moments.push({ step, at, api: answers, streams: states });
       await sleep(5); // the next step's events are recorded after `at`
     };
