@@ -349,10 +349,12 @@ export async function createSqlEventStore(
       });
     const loop = (async () => {
       let position = from;
+      let lastRead = 0;
       try {
         await ensureListening();
         while (!stopped) {
           const pending = idle(); // armed before reading, so an append during the read is not missed
+          lastRead = performance.now();
           const batch = await readShared(position, batchSize);
           if (stopped) break;
           if (batch.length > 0) {
@@ -367,7 +369,9 @@ export async function createSqlEventStore(
           // (no read just to find nothing new). Appends come in bursts (a booking, then its notices and
           // e-mails): a moment's pause lets one read take them together instead of one read per append.
           await pending;
-          if (!stopped) await new Promise((r) => setTimeout(r, COALESCE_MS));
+          // Only while appends come fast (the last read is recent): a quiet log is read at once.
+          if (!stopped && performance.now() - lastRead < COALESCE_MS * 2)
+            await new Promise((r) => setTimeout(r, COALESCE_MS));
         }
       } catch (err) {
         stopped = true;
