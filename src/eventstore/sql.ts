@@ -349,7 +349,7 @@ export async function createSqlEventStore(
       });
     const loop = (async () => {
       let position = from;
-      let lastRead = 0;
+      let lastRead: number;
       try {
         await ensureListening();
         while (!stopped) {
