@@ -8,6 +8,8 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl?: string;
+  /** Connections to DATABASE_URL (requests, read-model transactions and the log's LISTEN share them). */
+  databasePoolSize: number;
   eventStoreUrl?: string;
   s3?: { endpoint: string; accessKey: string; secretKey: string; bucket: string };
   smtpUrl?: string;
@@ -126,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: Number(env.PORT ?? 3000),
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: env.DATABASE_URL || undefined,
+    databasePoolSize: positiveInt(env, 'DATABASE_POOL_SIZE', 10),
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
     s3: env.S3_ENDPOINT
       ? {

@@ -53,7 +53,7 @@ export interface SystemOverrides {
 /** Read models: DATABASE_URL, else embedded PGlite under DATA_DIR. */
 export async function openDatabase(config: Config): Promise<Database> {
   return config.databaseUrl
-    ? createPgDatabase(config.databaseUrl)
+    ? createPgDatabase(config.databaseUrl, { max: config.databasePoolSize })
     : createPgliteDatabase(path.join(config.dataDir, 'pglite'));
 }
 
