@@ -34,8 +34,10 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
       const opened = (await client.query(begin)) as unknown as { rows: unknown[] } | { rows: unknown[] }[];
       const rows = Array.isArray(opened) ? opened[opened.length - 1]!.rows : opened.rows;
       const tx: Queryable = {
-        query: async <R>(sql: string, params?: unknown[]) => {
-          const res = await client.query(sql, params as unknown[]);
+        query: async <R>(sql: string, params?: unknown[], opts?: QueryOptions) => {
+          const res = opts?.name
+            ? await client.query({ name: opts.name, text: sql, values: params as unknown[] })
+            : await client.query(sql, params as unknown[]);
           return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
         },
       };

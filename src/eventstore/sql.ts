@@ -180,7 +180,9 @@ async function runBatch(
   groups: StreamAppend[][],
 ): Promise<(AppendResult[] | WrongExpectedRevisionError)[]> {
   const json = JSON.stringify(groups.map((g) => g.map(appendJson)));
-  const res = await q.query<AppendRow>('SELECT * FROM es_append($1::jsonb) ORDER BY idx', [json]);
+  const res = await q.query<AppendRow>('SELECT * FROM es_append($1::jsonb) ORDER BY idx', [json], {
+    name: 'es_append',
+  });
   let i = 0;
   return groups.map((g) => {
     const rows = res.rows.slice(i, i + g.length);
@@ -309,6 +311,7 @@ export async function createSqlEventStore(
     const res = await db.query<EventRow>(
       `SELECT ${COLUMNS} FROM es_events WHERE position > $1::bigint ORDER BY position LIMIT $2`,
       [String(from.commit), limit],
+      { name: 'es_read_all' },
     );
     return res.rows.map(toRecorded);
   };
@@ -399,6 +402,7 @@ export async function createSqlEventStore(
       const res = await db.query<EventRow>(
         `SELECT ${COLUMNS} FROM es_events WHERE stream_name = $1 AND revision >= $2::bigint ORDER BY revision`,
         [streamName, String(opts?.fromRevision ?? 0n)],
+        { name: 'es_read_stream' },
       );
       const events = res.rows.map(toRecorded);
       return { events, revision: events.length ? events[events.length - 1]!.revision : 'no_stream' };
