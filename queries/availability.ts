@@ -241,18 +241,21 @@ export function availabilityQueries(deps: AppDeps): Router {
     const at = now.getTime();
     const caller = optionalPrincipal(ctx);
     const callerScope = caller ? userScope(caller.userId) : null;
-    // One indexed read: the versions of everything, of the service's coach and of the caller.
-    const tokens = await readTokens(
-      deps.db,
-      callerScope ? [EVERYTHING, callerScope] : [EVERYTHING],
-      serviceId,
-    );
+    const key = `${serviceId}${queryKey(ctx.query)}`;
+    // One indexed read: the versions of everything, of the service's coach and of the caller. A service's
+    // coach never changes: once an answer is cached its coach is known, else the read finds it.
+    const knownCoach = answers.peek(key)?.coachId;
+    const scopes = [
+      EVERYTHING,
+      ...(knownCoach ? [userScope(knownCoach)] : []),
+      ...(callerScope ? [callerScope] : []),
+    ];
+    const tokens = await readTokens(deps.db, scopes, knownCoach ? undefined : serviceId);
     const epoch = tokens.get(EVERYTHING);
     const tokenOf = (scope: string) => {
       const v = tokens.get(scope);
       return epoch === undefined || v === undefined ? undefined : `${epoch}|${v}`;
     };
-    const key = `${serviceId}${queryKey(ctx.query)}`;
     const packagesKey = caller ? `${caller.userId}/${serviceId}` : '';
     const hit = answers.get(key, (a) => tokenOf(userScope(a.coachId)), at);
     const shared = hit ?? (await computeShared());

@@ -52,6 +52,11 @@ export class ReadCache<V> {
     return e.value;
   }
 
+  /** The value under `key` whatever its token or time (for what never changes in it), not counted. */
+  peek(key: string): V | undefined {
+    return this.entries.get(key)?.value;
+  }
+
   /**
    * Stores an answer computed at `computedAt` under `token`, true until `validUntil` (exclusive); `size`:
    * its bytes (buffers) or characters (strings, counted 2 bytes each), for the byte bound.

@@ -85,17 +85,22 @@ export async function readTokens(
   scopes: string[],
   viaService?: string,
 ): Promise<Map<string, string>> {
-  const res = await db.query<{ scope: string; token: string }>(
+  // Rows in key order (the primary key's index), joined here: no sort or aggregate at the server.
+  const res = await db.query<{ scope: string; source: string; version: string }>(
     viaService
-      ? `SELECT scope, string_agg(source || '=' || version, ',' ORDER BY source) AS token FROM read_versions
+      ? `SELECT scope, source, version FROM read_versions
          WHERE scope = ANY(array_append($1::text[], (SELECT 'user:' || coach_id FROM services WHERE id = $2::uuid)))
-         GROUP BY scope`
-      : `SELECT scope, string_agg(source || '=' || version, ',' ORDER BY source) AS token FROM read_versions
-         WHERE scope = ANY($1::text[]) GROUP BY scope`,
+         ORDER BY scope, source`
+      : `SELECT scope, source, version FROM read_versions WHERE scope = ANY($1::text[]) ORDER BY scope, source`,
     viaService ? [scopes, viaService] : [scopes],
-    { name: viaService ? 'read_tokens_via_service' : 'read_tokens' },
+    { name: viaService ? 'read_versions_via_service' : 'read_versions' },
   );
-  return new Map(res.rows.map((r) => [r.scope, r.token]));
+  const tokens = new Map<string, string>();
+  for (const r of res.rows) {
+    const before = tokens.get(r.scope);
+    tokens.set(r.scope, `${before === undefined ? '' : `${before},`}${r.source}=${r.version}`);
+  }
+  return tokens;
 }
 
 /**

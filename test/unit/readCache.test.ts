@@ -13,6 +13,10 @@ describe('ReadCache', () => {
     expect(c.get('k', (v) => (v === 'answer' ? 'v1' : 'x'), 150)).toBe('answer'); // token from the value
     expect(c.get('other', 'v1', 150)).toBeUndefined();
     expect(c.stats()).toMatchObject({ entries: 1, hits: 3, misses: 5 });
+    // peek: the value whatever its token or time (what never changes in it), not counted.
+    expect(c.peek('k')).toBe('answer');
+    expect(c.peek('other')).toBeUndefined();
+    expect(c.stats()).toMatchObject({ hits: 3, misses: 5 });
   });
 
   it('keeps at most maxEntries, dropping the least recently used', () => {
