@@ -1,4 +1,5 @@
 import { sqlLiteral, type Database, type Queryable } from '../src/db/database';
+import { recordingQueryable } from '../src/db/recordedBatch';
 import type { EventStore, Position, RecordedEvent, Subscription } from '../src/eventstore/types';
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
@@ -300,6 +301,7 @@ export function createProjectionRunner(
     tx: Queryable,
     locked: CheckpointRow[],
     batches: { c: Consumer; events: RecordedEvent[]; mine: RecordedEvent[] }[],
+    writes: Queryable = tx,
   ): Promise<string> => {
     const rows = new Map(locked.map((r) => [r.name, r]));
     const moves: { name: string; at: Position }[] = [];
@@ -316,7 +318,8 @@ export function createProjectionRunner(
       const done = { commit: BigInt(stored.c), prepare: BigInt(stored.p) };
       const last = events[events.length - 1]!.position;
       if (comparePositions(last, done) <= 0) continue;
-      if (c.p.apply) for (const e of mine) if (comparePositions(e.position, done) > 0) await c.p.apply(tx, e);
+      if (c.p.apply)
+        for (const e of mine) if (comparePositions(e.position, done) > 0) await c.p.apply(writes, e);
       moves.push({ name: c.p.name, at: last });
     }
     return moves.length ? saveSql(moves) : '';
@@ -350,9 +353,18 @@ export function createProjectionRunner(
     forming = [];
     if (members.length === 0) return;
     try {
+      // On PostgreSQL the read models' statements are recorded and sent with the checkpoints' and the
+      // COMMIT (src/db/recordedBatch.ts: one parse and plan per statement text, runs of the same INSERT as
+      // one multi-row INSERT): two round trips for the whole group, however many events it applies.
+      // Read models only write; one that reads a result fails the group and applies alone.
+      const recording = db.kind === 'pg' ? recordingQueryable() : null;
       await db.framedTransaction<CheckpointRow, void>(
         lockSql(members.map((m) => m.c.p.name)),
-        async (tx, locked) => ({ value: undefined, last: await applyLocked(tx, locked, members) }),
+        async (tx, locked) => {
+          const save = await applyLocked(tx, locked, members, recording?.tx ?? tx);
+          const page = recording?.take() ?? '';
+          return { value: undefined, last: page && save ? `${page};\n${save}` : page || save };
+        },
       );
       members.forEach((m) => m.resolve());
     } catch (err) {

@@ -11,7 +11,7 @@ import {
 import type { Projection } from '../../projections/runner';
 import { READ_MODEL_TABLES } from './tables';
 import { BUMP_EVERYTHING, withoutBumps } from '../readModels/readVersions';
-import { recordingQueryable } from './batch';
+import { recordingQueryable } from '../db/recordedBatch';
 import {
   compareTable,
   createShadowTable,

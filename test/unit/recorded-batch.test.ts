@@ -1,6 +1,6 @@
-import { mergeableInsert, recordingQueryable } from '../../src/rebuild/batch';
+import { mergeableInsert, recordingQueryable } from '../../src/db/recordedBatch';
 
-describe('rebuild batches (src/rebuild/batch.ts)', () => {
+describe('recorded batches (src/db/recordedBatch.ts)', () => {
   it('merges only plain INSERTs whose values cannot read anything', () => {
     const plain = `INSERT INTO notifications (id, user_id, unread, seq)
            VALUES ($1, $2, true, $3::numeric) ON CONFLICT (id) DO NOTHING`;
