@@ -1,7 +1,7 @@
 import { isLeft } from 'fp-ts/Either';
 import type { Decider, DomainError, DomainEvent } from './decider';
 import type { EventMetadata, EventStore, Position, StreamAppend } from './eventstore/types';
-import { loadState, remember, type Folder } from './foldedStates';
+import { loadState, remember, type Folder, type Loaded } from './foldedStates';
 import { WrongExpectedRevisionError } from './eventstore/types';
 
 export type CommandOutcome<E, S> =
@@ -53,14 +53,18 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   metadata: EventMetadata,
   retries = 8,
   alongside?: Alongside<E>,
+  /** The stream's state, loaded by the caller while it prepared the command (first attempt only). */
+  preloaded?: Promise<Loaded<S>>,
 ): Promise<CommandOutcome<E, S>> {
   const tag = metadata.idempotencyTag;
   for (let attempt = 0; ; attempt++) {
     // A keyed request reads the whole stream, to find what an earlier run of it stored; others fold only
     // what the stream got since this process last folded it.
-    const { state, revision, observed, recorded } = await loadState(store, streamName, decider, {
-      whole: typeof tag === 'string',
-    });
+    const { state, revision, observed, recorded } = await (attempt === 0 &&
+    preloaded &&
+    typeof tag !== 'string'
+      ? preloaded
+      : loadState(store, streamName, decider, { whole: typeof tag === 'string' }));
     if (typeof tag === 'string') {
       // A keyed request run again after a crash (or a concurrent repeat after the key's lease): what the
       // first run stored in this stream is its outcome; deciding again could book twice or refuse.

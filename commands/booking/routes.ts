@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import * as t from 'io-ts';
 import type { AppDeps } from '../../src/deps';
 import { ConcurrencyConflictError, handleCommand, readState } from '../../src/commandHandler';
+import { loadState } from '../../src/foldedStates';
 import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
 import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
 import { HttpError, notFound } from '../../src/http/errors';
@@ -80,13 +81,19 @@ export function bookingCommands(deps: AppDeps): Router {
     // book a rejected service, at an old price, or past a reduced group size.
     const bookable = (await readState(deps.store, serviceStream(serviceId), service)).service;
     if (!bookable) throw notFound('service_not_found', 'no such bookable service');
+    const metadata = metadataOf(ctx);
+    // The coach's calendar is read while the place is looked up (a keyed request reads it whole, later).
+    const calendarState =
+      typeof metadata.idempotencyTag === 'string'
+        ? undefined
+        : loadState(deps.store, calendarStream(bookable.coachId), calendar);
+    calendarState?.catch(() => undefined); // a refusal below leaves it unread; its failure is not lost
     const where = await placeOf(deps, bookable.coachId, body);
     if (!where) throw notFound('address_not_found', "addressId is not one of the coach's saved addresses");
     const method = body.method ?? 'card';
     const pkg = body.packageId ? await packageRef(body.packageId.toLowerCase()) : undefined;
     const groupId = pkg?.groupId ?? deps.newId();
     const now = deps.clock().toISOString();
-    const metadata = metadataOf(ctx);
 
     // The calendar decider checks the service (approved, not the caller's own, enough sessions) and the
     // slots together, and writes the hold with the service's terms as they are now.
@@ -126,6 +133,7 @@ export function bookingCommands(deps: AppDeps): Router {
         if (held.packageTopUp) return [];
         return [listingAppend(held, metadata), ...bookingAppends(held, metadata)];
       },
+      calendarState,
     ).catch((err: unknown) => {
       if (err instanceof ConcurrencyConflictError)
         throw new HttpError(409, 'conflict', 'the calendar is busy; retry the request');
