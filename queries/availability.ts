@@ -198,6 +198,9 @@ const slotsFor = (
   travel: number,
 ): FreeSlot[] => (schedule ? freeSlots(schedule, reservations, slotRulesOf(s), from, to, now, travel) : []);
 
+const ServicePath = t.type({ service_id: Uuid });
+const CoachPath = t.type({ coach_id: Uuid });
+
 /** The query parameters of endpoint 6 that may change its answer, as one cache key. */
 const RANGE_KEYS = ['from_date', 'to_date', 'address_id', 'lat', 'lng', 'user'] as const;
 const queryKey = (query: Record<string, unknown>) => JSON.stringify(RANGE_KEYS.map((k) => query[k] ?? null));
@@ -236,7 +239,7 @@ export function availabilityQueries(deps: AppDeps): Router {
 
   // 6. Free slots of one service, as local date-times in the coach's zone with the seats left.
   router.get('/api/v1/service/:service_id/availability', async (ctx) => {
-    const serviceId = decode(t.type({ service_id: Uuid }), ctx.params, 'path').service_id.toLowerCase();
+    const serviceId = decode(ServicePath, ctx.params, 'path').service_id.toLowerCase();
     const now = deps.clock();
     const at = now.getTime();
     const caller = optionalPrincipal(ctx);
@@ -334,7 +337,7 @@ export function availabilityQueries(deps: AppDeps): Router {
 
   // 11. Every approved service of a coach with its free slots.
   router.get('/api/v1/coach/:coach_id/availability', async (ctx) => {
-    const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
+    const coachId = decode(CoachPath, ctx.params, 'path').coach_id.toLowerCase();
     const caller = optionalPrincipal(ctx);
     if (!(await isCoach(deps.db, coachId))) throw notFound('coach_not_found', 'no such coach');
     const zoneRow = await deps.db.query<{ tz: string }>(

@@ -17,6 +17,8 @@ import { EVERYTHING, ensureScopes, readTokens, userScope } from '../src/readMode
 
 type Place = { lat: number; lng: number } | null;
 
+const CoachPath = t.type({ coach_id: Uuid });
+
 /**
  * Everything endpoint 13 shows, in one statement: the profile, its approved services (newest first), the
  * average rating, completed sessions, the coach's and the caller's default places, the videos in the coach's
@@ -89,7 +91,7 @@ export function coachProfileQueries(deps: AppDeps): Router {
   deps.metrics.watchReadCache('coach_profile_places', () => places.stats());
   // 13. Public coach profile; a token is optional and only serves `distance`.
   router.get('/api/v1/coach/:coach_id/profile', async (ctx) => {
-    const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
+    const coachId = decode(CoachPath, ctx.params, 'path').coach_id.toLowerCase();
     const caller = optionalPrincipal(ctx);
     const coachScope = userScope(coachId);
     const callerScope = caller ? userScope(caller.userId) : null;
