@@ -164,15 +164,21 @@ export function freeSlotsUntil(
   const earliest = now.getTime() + noticeMs;
   const latest = now.getTime() + windowMs;
   let until = Infinity;
-  const busy = reservations.map((r) => {
-    const s = Date.parse(r.startsAt);
-    const e = Date.parse(r.endsAt);
-    const travel = (r.travelMinutes ?? 0) * 60_000;
-    return { ...r, s, e, bs: s - travel, be: e + travel };
-  });
   const ownTravel = travelMinutes * 60_000;
   const out: FreeSlot[] = [];
   const last = DateTime.fromISO(toDate, { zone });
+  // Only reservations that can touch the asked days matter (a coach's calendar holds years of them): the
+  // days' span, widened by a day each side for zone offsets and by this booking's own travel.
+  const spanStart = DateTime.fromISO(fromDate, { zone }).toMillis() - 86_400_000 - ownTravel;
+  const spanEnd = last.toMillis() + 2 * 86_400_000 + ownTravel;
+  const busy = [];
+  for (const r of reservations) {
+    const s = Date.parse(r.startsAt);
+    const e = Date.parse(r.endsAt);
+    const travel = (r.travelMinutes ?? 0) * 60_000;
+    if (e + travel <= spanStart || s - travel >= spanEnd) continue;
+    busy.push({ ...r, s, e, bs: s - travel, be: e + travel });
+  }
   const capacity = rules.groupSession ? rules.maxGroupSize : 1;
   for (let day = DateTime.fromISO(fromDate, { zone }); day <= last; day = day.plus({ days: 1 })) {
     const date = day.toISODate()!;
