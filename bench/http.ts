@@ -299,7 +299,12 @@ async function lagUnderLoad(service: Server, m: Marketplace, slots: { k: number 
   const achieved = jobs.length / ((performance.now() - t0) / 1000); // the rate requests went out at
   const answers = await Promise.all(pending);
   await new Promise((r) => setTimeout(r, 500)); // the last lags land
-  const { lags, rss } = await service.ask<{ lags: number[]; rss: number }>('lag');
+  const { lags, rss, heapUsed, heapTotal } = await service.ask<{
+    lags: number[];
+    rss: number;
+    heapUsed: number;
+    heapTotal: number;
+  }>('lag');
   return {
     achieved,
     accepted: answers.filter((a) => a.status === 200).length,
@@ -307,6 +312,7 @@ async function lagUnderLoad(service: Server, m: Marketplace, slots: { k: number 
     p50: percentile(lags, 0.5),
     p99: percentile(lags, 0.99),
     rssMb: rss / 2 ** 20,
+    heapMb: `${(heapUsed / 2 ** 20).toFixed(0)} of ${(heapTotal / 2 ** 20).toFixed(0)}`,
   };
 }
 
@@ -463,7 +469,7 @@ async function postgres(server: string): Promise<Row[]> {
       },
       {
         figure: 'service RSS under that load (bar ≤ 250 MB)',
-        project: `${lag.rssMb.toFixed(0)} MB ${lag.rssMb <= 250 ? 'met' : 'NOT met'}`,
+        project: `${lag.rssMb.toFixed(0)} MB ${lag.rssMb <= 250 ? 'met' : 'NOT met'} (JS heap ${lag.heapMb} MB)`,
         peer: '',
       },
       {

@@ -25,13 +25,13 @@ interface Folded {
 
 /** Bounds for everything one process keeps of one event store, all deciders together. */
 export const limits = {
-  streams: 5000,
+  streams: 2000,
   /**
    * A state's size grows with the events folded into it (an inbox holds every notification), so the kept
    * states may together stand for at most this many events: a few very long streams are forgotten before
    * they fill the memory (the next load of one folds it whole again).
    */
-  events: 50_000,
+  events: 20_000,
 };
 
 interface Kept {

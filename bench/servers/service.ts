@@ -70,7 +70,8 @@ async function main() {
       process.send!({ queries: Object.fromEntries(queryCounts) });
       queryCounts.clear();
     } else if (msg.cmd === 'lag') {
-      process.send!({ lags: lags.splice(0), rss: process.memoryUsage().rss });
+      const m = process.memoryUsage();
+      process.send!({ lags: lags.splice(0), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal });
     } else if (msg.cmd === 'stop') {
       server.close();
       void system
