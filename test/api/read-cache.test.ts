@@ -299,7 +299,12 @@ describe('a rebuild that swaps read models in', () => {
 describe('two instances on one database', () => {
   it("each sees the other's writes on its next read", async () => {
     const db = t.database.url ? createPgDatabase(t.database.url) : t.database.db;
-    const second = await startTestSystem({ clock: () => now, db });
+    // The same log too: EventStoreDB (or its double) when the suite runs on it.
+    const second = await startTestSystem({
+      clock: () => now,
+      db,
+      ...(t.config.eventStoreUrl ? { env: { EVENTSTORE_URL: t.config.eventStoreUrl } } : {}),
+    });
     try {
       const coach = await m.coach();
       const serviceId = await m.offering(coach);
