@@ -488,6 +488,9 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
           options.hasStreamPosition() ? options.getStreamPosition() : null,
         );
         const deadline = options.getDeadline()?.toDate().getTime() ?? Infinity;
+        // Decided before sleeping: a timer may wake a millisecond before the wall clock reaches the
+        // deadline, and the write would then land (and answer) although its answer is due only after it.
+        const late = delayMs > 0 && Date.now() + delayMs >= deadline;
         if (delayMs > 0) await sleep(Math.min(delayMs, Math.max(0, deadline - Date.now())));
         if (call.cancelled || call.writableEnded) return;
         const resp = new BatchAppendResp();
@@ -497,7 +500,7 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         else if (expected.kind === 'no_stream') resp.setNoStream(new Empty());
         else if (expected.kind === 'stream_exists') resp.setStreamExists(new Empty());
         else resp.setAny(new Empty());
-        if (Date.now() >= deadline) {
+        if (late || Date.now() >= deadline) {
           resp.setError(
             errorStatus(
               grpc.status.DEADLINE_EXCEEDED,
