@@ -13,6 +13,7 @@ import { READ_MODEL_TABLES } from '../../src/rebuild/tables';
 import { eventually, marketplace } from '../support/marketplace';
 import { startSmtpServer } from '../support/smtp';
 import { startTestSystem, type TestSystem } from '../support/system';
+import { MAX_ADDRESSES } from '../../commands/addresses/decider';
 
 const now = new Date('2026-12-01T08:00:00Z');
 const SLOTS = ['2026-12-02T10:00:00', '2026-12-02T12:00:00', '2026-12-03T10:00:00'];
@@ -165,12 +166,13 @@ describe('npm run rebuild (rebuildReadModels)', () => {
     let writing = true;
     const written: string[] = [];
     const writes = (async () => {
-      for (let i = 0; (writing && i < 150) || i < 3; i++) {
+      // At most what one user may keep: a slow rebuild (a loaded machine) must not run into that limit.
+      for (let i = 0; (writing && i < MAX_ADDRESSES - 10) || i < 3; i++) {
         const res = await t.request('POST', '/api/v1/nav/addreses', {
           token: extra.token,
           body: { lat: 1, lng: 2, name: `During ${i}`, address: 'Somewhere 1' },
         });
-        expect(res.status).toBe(200);
+        expect(res.status === 200 ? 200 : res.body).toBe(200);
         written.push(`During ${i}`);
       }
     })();
