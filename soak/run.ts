@@ -521,6 +521,11 @@ async function soak(store: 'postgres' | 'pglite') {
 /** Tables that are not read models: schema, checkpoints, the request-answer cache, the log itself, leases. */
 const NOT_READ_MODELS =
   /^(schema_migrations|projection_checkpoints|idempotency_keys|es_.*|leases?|.*_leases?)$/;
+/**
+ * Columns compared where not all of them are data: a read version is the id of the transaction that last
+ * changed its scope, different in every database by nature; which scopes and sources have one is data.
+ */
+const COMPARED_COLUMNS: Record<string, string> = { read_versions: 'scope, source' };
 
 async function rebuildAndCompare(
   store: 'postgres' | 'pglite',
@@ -595,7 +600,11 @@ async function rebuildAndCompare(
     .filter((t) => !NOT_READ_MODELS.test(t));
   for (const t of tables) {
     const rows = async (db: Database) =>
-      (await db.query<{ r: string }>(`SELECT row_to_json(x)::text AS r FROM ${t} x`)).rows
+      (
+        await db.query<{ r: string }>(
+          `SELECT row_to_json(x)::text AS r FROM (SELECT ${COMPARED_COLUMNS[t] ?? '*'} FROM ${t}) x`,
+        )
+      ).rows
         .map((r) => r.r)
         .sort();
     const [a, b] = await Promise.all([rows(live), rows(fresh)]);
