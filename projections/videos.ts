@@ -1,4 +1,4 @@
-import type { VideoEvent } from '../commands/videos/events';
+import type { VideoEvent, VideoUploaded } from '../commands/videos/events';
 import { assertNever } from '../src/decider';
 import type { Projection } from './runner';
 import { bumpOnly, bumped, userScope } from '../src/readModels/readVersions';
@@ -20,6 +20,22 @@ const REPLACE_VIDEO = bumped(
 const DELETE_VIDEO = bumped('DELETE FROM videos WHERE id = $1 AND user_id = $2', 'videos');
 const BUMP = bumpOnly('videos');
 
+/** The parameters INSERT_VIDEO and REPLACE_VIDEO share: a video's fields and the user's cache scope. */
+const videoRow = (v: VideoUploaded['data']) => [
+  v.videoId,
+  v.userId,
+  v.title,
+  v.description,
+  v.contentType,
+  v.originFilename,
+  v.key,
+  v.previewKey,
+  v.filesize,
+  v.status,
+  v.at,
+  [userScope(v.userId)],
+];
+
 /**
  * Read model `videos`: one row per video; `position` is its place in the user's list (gaps allowed after
  * deletes; only the order matters).
@@ -30,42 +46,12 @@ export const videosProjection: Projection = {
   async apply(tx, recorded) {
     const event = { type: recorded.type, data: recorded.data } as VideoEvent;
     switch (event.type) {
-      case 'VideoUploaded': {
-        const v = event.data;
-        await tx.query(INSERT_VIDEO, [
-          v.videoId,
-          v.userId,
-          v.title,
-          v.description,
-          v.contentType,
-          v.originFilename,
-          v.key,
-          v.previewKey,
-          v.filesize,
-          v.status,
-          v.at,
-          [userScope(v.userId)],
-        ]);
+      case 'VideoUploaded':
+        await tx.query(INSERT_VIDEO, videoRow(event.data));
         return;
-      }
-      case 'VideoReplaced': {
-        const v = event.data;
-        await tx.query(REPLACE_VIDEO, [
-          v.videoId,
-          v.userId,
-          v.title,
-          v.description,
-          v.contentType,
-          v.originFilename,
-          v.key,
-          v.previewKey,
-          v.filesize,
-          v.status,
-          v.at,
-          [userScope(v.userId)],
-        ]);
+      case 'VideoReplaced':
+        await tx.query(REPLACE_VIDEO, videoRow(event.data));
         return;
-      }
       case 'VideoDeleted':
         await tx.query(DELETE_VIDEO, [event.data.videoId, event.data.userId, [userScope(event.data.userId)]]);
         return;
