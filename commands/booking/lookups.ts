@@ -45,17 +45,18 @@ export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
 /** The client's bookings, newest first, each once. */
 export async function clientBookings(store: EventStore, clientId: string): Promise<BookingListed['data'][]> {
   const { events } = await store.readStream(clientBookingsStream(clientId));
-  const listed: BookingListed['data'][] = [];
+  // By group, in listing order: a package's later sessions are listed again under its group, and make one
+  // entry with all its sessions (a map, not a search per event: a client's list grows for years).
+  const listed = new Map<string, BookingListed['data']>();
   for (const e of events) {
     const d = (e as unknown as BookingListed).data;
     if (e.type !== 'BookingListed') continue;
-    const first = listed.find((b) => b.groupId === d.groupId);
-    // A package's later sessions are listed again under its group: one entry with all its sessions.
+    const first = listed.get(d.groupId);
     if (first) first.sessionIds = [...new Set([...first.sessionIds, ...d.sessionIds])];
-    else listed.push({ ...d });
+    else listed.set(d.groupId, { ...d });
   }
   // Appended in booking order except after a crash healed later: the booking time decides.
-  return listed.reverse().sort((a, b) => Date.parse(b.bookedAt) - Date.parse(a.bookedAt));
+  return [...listed.values()].reverse().sort((a, b) => Date.parse(b.bookedAt) - Date.parse(a.bookedAt));
 }
 
 /** The booking route lists a booking without reading the list first (a rare duplicate is harmless). */
