@@ -284,6 +284,56 @@ describe('projection runner: one subscription per process, fanned out', () => {
       await runner.stop();
     }
   });
+
+  it('a shared transaction refused by the database at its COMMIT: each read model applies alone', async () => {
+    // The refused statement is recorded and only reaches PostgreSQL with the COMMIT (recordedBatch): the
+    // whole group is undone there, and then each read model applies the batch in its own transaction.
+    await database.db.query('CREATE TABLE strict_seen (n int PRIMARY KEY CHECK (n <> 703))');
+    const names = ['strict-a', 'strict-b'];
+    const head = await store.headPosition();
+    for (const name of names)
+      await database.db.query(
+        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
+        [name, head.commit.toString()],
+      );
+    const fine: Projection = {
+      name: 'strict-a',
+      handles: ['Numbered'],
+      async apply(tx, e) {
+        await tx.query('INSERT INTO seen (projection, n) VALUES ($1, $2)', [
+          'strict-a',
+          (e.data as { n: number }).n,
+        ]);
+      },
+    };
+    const refused: Projection = {
+      name: 'strict-b',
+      handles: ['Numbered'],
+      async apply(tx, e) {
+        await tx.query('INSERT INTO strict_seen (n) VALUES ($1)', [(e.data as { n: number }).n]);
+      },
+    };
+    const runner = createProjectionRunner(store, database.db, [fine, refused], log, {
+      baseBackoffMs: 5,
+      poisonAttempts: 2,
+    });
+    await runner.start();
+    try {
+      while (runner.status().some((st) => st.mode !== 'live')) await new Promise((r) => setTimeout(r, 10));
+      const end = await append(701, 705);
+      expect(await runner.waitFor(end, 10_000, ['strict-a'])).toBe(true);
+      expect((await rows('strict-a')).filter((n) => n > 700)).toEqual([701, 702, 703, 704, 705]);
+      const refusedStatus = () => runner.status().find((st) => st.name === 'strict-b')!;
+      for (let i = 0; i < 200 && refusedStatus().state !== 'failed'; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(refusedStatus()).toMatchObject({ state: 'failed', failedEvent: { type: 'Numbered' } });
+      // What came before the refused event landed; it and what followed did not.
+      const strict = await database.db.query<{ n: number }>('SELECT n FROM strict_seen ORDER BY n');
+      expect(strict.rows.map((r) => r.n)).toEqual([701, 702]);
+    } finally {
+      await runner.stop();
+    }
+  });
 });
 
 describe('projection runner with two instances of the service', () => {
