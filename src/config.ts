@@ -96,6 +96,12 @@ const positiveInt = (env: NodeJS.ProcessEnv, name: string, fallback: number) => 
   if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a whole number, got ${raw}`);
   return n;
 };
+/** A count that must not be 0 (a pool of no connections would hang every query). */
+const atLeastOne = (env: NodeJS.ProcessEnv, name: string, fallback: number) => {
+  const n = positiveInt(env, name, fallback);
+  if (n < 1) throw new ConfigError(`${name} must be at least 1, got ${env[name]}`);
+  return n;
+};
 export const DEV_WEBHOOK_KEY = 'dev-only-webhook-key-change-me';
 
 /**
@@ -128,7 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: Number(env.PORT ?? 3000),
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: env.DATABASE_URL || undefined,
-    databasePoolSize: positiveInt(env, 'DATABASE_POOL_SIZE', 10),
+    databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
     s3: env.S3_ENDPOINT
       ? {

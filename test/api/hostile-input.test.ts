@@ -228,4 +228,11 @@ describe('production configuration', () => {
   it('keeps the development default outside production', () => {
     expect(loadConfig({}).jwt.usingDevSecret).toBe(true);
   });
+
+  it('takes DATABASE_POOL_SIZE as a count of at least 1 (default 10)', () => {
+    expect(loadConfig({}).databasePoolSize).toBe(10);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '24' }).databasePoolSize).toBe(24);
+    for (const bad of ['0', '-1', '2.5', 'many'])
+      expect(() => loadConfig({ DATABASE_POOL_SIZE: bad })).toThrow(/DATABASE_POOL_SIZE/);
+  });
 });
