@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { coalesced } from '../db/coalesce';
 import type { Database, Queryable } from '../db/database';
 import {
   type AppendResult,
@@ -307,6 +308,35 @@ export async function createSqlEventStore(
 
   const appendGroup = createAppender(db, wakeAll);
 
+  /**
+   * Stream reads made in the same turn (concurrent commands, process managers' recipients) go as one
+   * statement (src/db/coalesce.ts): each stream's events from its revision, told apart by their key's index.
+   */
+  const readStreamCoalesced = coalesced<{ streamName: string; from: string }, RecordedEvent[]>(
+    async (keys) => {
+      if (keys.length === 1) {
+        const res = await db.query<EventRow>(
+          `SELECT ${COLUMNS} FROM es_events WHERE stream_name = $1 AND revision >= $2::bigint ORDER BY revision`,
+          [keys[0]!.streamName, keys[0]!.from],
+          { name: 'es_read_stream' },
+        );
+        return [res.rows.map(toRecorded)];
+      }
+      const res = await db.query<EventRow & { k: number }>(
+        `SELECT r.k, e.* FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r(s, f, k)
+         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM es_events
+           WHERE stream_name = r.s AND revision >= r.f ORDER BY revision) e
+         ORDER BY r.k, e.revision`,
+        [keys.map((k) => k.streamName), keys.map((k) => k.from)],
+        { name: 'es_read_streams' },
+      );
+      const out: RecordedEvent[][] = keys.map(() => []);
+      for (const row of res.rows) out[Number(row.k) - 1]!.push(toRecorded(row));
+      return out;
+    },
+    (k) => `${k.from}:${k.streamName}`,
+  );
+
   const readAll = async (from: Position, limit = 500): Promise<RecordedEvent[]> => {
     const res = await db.query<EventRow>(
       `SELECT ${COLUMNS} FROM es_events WHERE position > $1::bigint ORDER BY position LIMIT $2`,
@@ -399,13 +429,11 @@ export async function createSqlEventStore(
     },
     appendMany: appendGroup,
     async readStream(streamName, opts) {
-      const res = await db.query<EventRow>(
-        `SELECT ${COLUMNS} FROM es_events WHERE stream_name = $1 AND revision >= $2::bigint ORDER BY revision`,
-        [streamName, String(opts?.fromRevision ?? 0n)],
-        { name: 'es_read_stream' },
-      );
-      const events = res.rows.map(toRecorded);
-      return { events, revision: events.length ? events[events.length - 1]!.revision : 'no_stream' };
+      const events = await readStreamCoalesced({ streamName, from: String(opts?.fromRevision ?? 0n) });
+      return {
+        events: events.slice(),
+        revision: events.length ? events[events.length - 1]!.revision : 'no_stream',
+      };
     },
     readAll,
     subscribe,

@@ -1,3 +1,4 @@
+import { coalesced } from '../db/coalesce';
 import type { Queryable } from '../db/database';
 
 /**
@@ -85,23 +86,57 @@ export async function readTokens(
   scopes: string[],
   viaService?: string,
 ): Promise<Map<string, string>> {
-  // Rows in key order (the primary key's index), joined here: no sort or aggregate at the server.
-  const res = await db.query<{ scope: string; source: string; version: string }>(
-    viaService
-      ? `SELECT scope, source, version FROM read_versions
-         WHERE scope = ANY(array_append($1::text[], (SELECT 'user:' || coach_id FROM services WHERE id = $2::uuid)))
-         ORDER BY scope, source`
-      : `SELECT scope, source, version FROM read_versions WHERE scope = ANY($1::text[]) ORDER BY scope, source`,
-    viaService ? [scopes, viaService] : [scopes],
-    { name: viaService ? 'read_versions_via_service' : 'read_versions' },
+  if (!viaService) {
+    const one = tokenReaders.get(db) ?? tokenReaders.set(db, tokenReader(db)).get(db)!;
+    const tokens = new Map<string, string>();
+    const found = await Promise.all(scopes.map(one));
+    scopes.forEach((s, i) => found[i] !== undefined && tokens.set(s, found[i]!));
+    return tokens;
+  }
+  const res = await db.query<TokenRow>(
+    `SELECT scope, source, version FROM read_versions
+     WHERE scope = ANY(array_append($1::text[], (SELECT 'user:' || coach_id FROM services WHERE id = $2::uuid)))
+     ORDER BY scope, source`,
+    [scopes, viaService],
+    { name: 'read_versions_via_service' },
   );
+  return joinTokens(res.rows);
+}
+
+interface TokenRow {
+  scope: string;
+  source: string;
+  version: string;
+}
+
+/** Rows in key order (the primary key's index), joined here: no sort or aggregate at the server. */
+function joinTokens(rows: TokenRow[]): Map<string, string> {
   const tokens = new Map<string, string>();
-  for (const r of res.rows) {
+  for (const r of rows) {
     const before = tokens.get(r.scope);
     tokens.set(r.scope, `${before === undefined ? '' : `${before},`}${r.source}=${r.version}`);
   }
   return tokens;
 }
+
+/**
+ * One scope's token, read together with every other scope asked for in the same turn (concurrent reads
+ * mostly share `*` and their coach's scope): one round trip for all of them (src/db/coalesce.ts).
+ */
+const tokenReaders = new WeakMap<Queryable, (scope: string) => Promise<string | undefined>>();
+const tokenReader = (db: Queryable) =>
+  coalesced<string, string | undefined>(
+    async (scopes) => {
+      const res = await db.query<TokenRow>(
+        `SELECT scope, source, version FROM read_versions WHERE scope = ANY($1::text[]) ORDER BY scope, source`,
+        [scopes],
+        { name: 'read_versions' },
+      );
+      const tokens = joinTokens(res.rows);
+      return scopes.map((s) => tokens.get(s));
+    },
+    (s) => s,
+  );
 
 /**
  * Gives scopes that have no row yet one (`init`), so their answers can be cached from the next read on.

@@ -73,6 +73,38 @@ export function eventStoreContract(getStore: () => EventStore) {
     expect((await store.readStream(s, { fromRevision: 3n })).events).toEqual([]);
   });
 
+  it('answers reads of many streams made at once each with its own stream from its own revision', async () => {
+    const store = getStore();
+    const names = Array.from({ length: 12 }, () => stream());
+    await Promise.all(
+      names.map((s, i) =>
+        store.append(
+          s,
+          Array.from({ length: (i % 4) + 1 }, (_, n) => ev(`E${n}`, { s, n })),
+        ),
+      ),
+    );
+    // Same turn: the SQL stores answer these in one statement; the same stream twice, from two revisions.
+    const asked = [
+      ...names.map((s, i) => ({ s, from: BigInt(i % 3) })),
+      { s: names[0]!, from: 0n },
+      { s: stream(), from: 0n },
+    ];
+    const reads = await Promise.all(asked.map((a) => store.readStream(a.s, { fromRevision: a.from })));
+    reads.forEach((read, i) => {
+      const { s, from } = asked[i]!;
+      const length = names.includes(s) ? (names.indexOf(s) % 4) + 1 : 0;
+      const expected = Array.from({ length }, (_, n) => n).filter((n) => n >= Number(from));
+      expect(read.events.map((e) => [e.streamName, e.revision, e.data])).toEqual(
+        expected.map((n) => [s, BigInt(n), { s, n }]),
+      );
+      expect(read.revision).toBe(length && expected.length ? BigInt(length - 1) : 'no_stream');
+    });
+    // Each caller owns its array: changing one answer changes no other.
+    reads[0]!.events.length = 0;
+    expect(reads[12]!.events.length).toBe(1);
+  });
+
   it('reads a stream that does not exist as empty with revision no_stream', async () => {
     expect(await getStore().readStream(stream())).toEqual({ events: [], revision: 'no_stream' });
   });
