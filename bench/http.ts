@@ -261,6 +261,19 @@ async function cpuMeter(pid: number, url: string) {
 }
 const ok = (l: Load) => l.statuses.get(200) ?? 0;
 
+/** What the process managers have done so far: bookings, in-app notices and e-mails sent, from the log. */
+async function effects(url: string): Promise<string> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  const res = await c.query<{ type: string; n: string }>(
+    `SELECT type, count(*) AS n FROM es_events WHERE type IN ('SessionsBooked', 'NotificationCreated', 'DeliverySent')
+     GROUP BY type`,
+  );
+  await c.end();
+  const n = Object.fromEntries(res.rows.map((r) => [r.type, r.n]));
+  return `${n.SessionsBooked ?? 0} bookings, ${n.NotificationCreated ?? 0} notifications, ${n.DeliverySent ?? 0} e-mails sent`;
+}
+
 /** Two slots of one coach overlapping in the log's holds: a double booking. */
 async function doubleBookings(url: string): Promise<number> {
   const c = new Client({ connectionString: url });
@@ -377,6 +390,7 @@ async function postgres(server: string): Promise<Row[]> {
       await closedLoop(CONCURRENCY, () => jobs.shift() ?? null);
       await new Promise((r) => setTimeout(r, 2000));
       const { queries } = await service.ask<{ queries: Record<string, number> }>('queries');
+      console.log(`after 2 s: ${await effects(svcDb.url)}`);
       console.log('statements per booking (100 bookings):');
       for (const [q, n] of Object.entries(queries).sort((a, b) => b[1] - a[1]))
         console.log(`${(n / 100).toFixed(2).padStart(7)}  ${q}`);
@@ -391,6 +405,7 @@ async function postgres(server: string): Promise<Row[]> {
       bookP99: [] as number[],
       cpu: [] as { node: number; pg: number }[],
       bareCpu: [] as { node: number; pg: number }[],
+      settle: [] as number[],
     };
     let accepted = 0;
     let attempted = 0;
@@ -398,7 +413,8 @@ async function postgres(server: string): Promise<Row[]> {
       const jobs = bookingJobs(service.port, m, BOOKINGS, slots);
       const meter = await cpuMeter(service.child.pid!, svcDb.url);
       const b = await closedLoop(CONCURRENCY, () => jobs.shift() ?? null);
-      await new Promise((r) => setTimeout(r, 300)); // the process managers finish the last bookings
+      // The CPU of a booking includes its notices and e-mails: measured until the process managers are done.
+      r.settle.push((await service.ask<{ settledMs: number }>('settle')).settledMs);
       r.cpu.push(await meter());
       r.book.push(b.rate);
       r.bookP99.push(b.p99);
@@ -437,7 +453,7 @@ async function postgres(server: string): Promise<Row[]> {
         bar: 0.5,
       },
       {
-        figure: 'CPU per booking (the service process and its database connections; less load-sensitive)',
+        figure: `CPU per booking (the service process and its database connections, until its process managers were done, ${median(r.settle).toFixed(0)} ms after the last reply; less load-sensitive)`,
         project: perBooking(r.cpu),
         peer: `per INSERT ${perBooking(r.bareCpu)}`,
       },

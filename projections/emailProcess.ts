@@ -3,7 +3,12 @@ import { loadProfile } from '../commands/users/profile';
 import type { BookingEvent } from '../commands/booking/events';
 import type { EmailFacts, EmailRequested } from '../commands/email/events';
 import { renderEmail } from '../commands/email/templates';
-import { NOTIFYING_SESSION_EVENTS, sessionNotices, slotsOf } from '../commands/notifications/sessionNotices';
+import {
+  NOTIFYING_SESSION_EVENTS,
+  sessionEventKeys,
+  sessionNotices,
+  slotsOf,
+} from '../commands/notifications/sessionNotices';
 import type { EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
 import type { MailMessage, Mailer } from '../src/mail/mailer';
@@ -97,6 +102,9 @@ export function emailProcess(deps: {
     name: 'email-process',
     lease: LEASES.mail,
     handles: [...NOTIFYING_SESSION_EVENTS, 'EmailRequested'],
+    // A requested e-mail is its recipient's; a session event's, its booking's and parties'.
+    orderedBy: (e) =>
+      e.type === 'EmailRequested' ? [(e.data as EmailRequested['data']).userId] : sessionEventKeys(e.data),
     async react(recorded) {
       // Each recipient's delivery is its own ledger stream: side by side, so their appends share a commit.
       await Promise.all((await deliveriesOf(recorded)).map((d) => deliver(recorded, d)));

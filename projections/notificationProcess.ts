@@ -5,6 +5,7 @@ import { notificationStream } from '../commands/notifications/events';
 import {
   NOTIFYING_SESSION_EVENTS,
   noticeMessage,
+  sessionEventKeys,
   sessionNotices,
   uuidFrom,
 } from '../commands/notifications/sessionNotices';
@@ -24,6 +25,7 @@ export function notificationProcess(store: EventStore): Projection {
     name: 'notification-process',
     lease: LEASES.notificationProcess,
     handles: NOTIFYING_SESSION_EVENTS,
+    orderedBy: (e) => sessionEventKeys(e.data),
     async react(recorded) {
       const event = { type: recorded.type, data: recorded.data } as BookingEvent;
       const notices = sessionNotices(event);
@@ -57,6 +59,10 @@ export function notificationProcess(store: EventStore): Projection {
               actor: SYSTEM_ACTOR,
             },
             50,
+            undefined,
+            // This process is the inbox's usual writer: its kept fold is current unless the user marked
+            // something read meanwhile (the append then refuses the guess and the inbox is read).
+            'kept',
           ),
         ),
       );

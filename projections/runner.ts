@@ -17,6 +17,13 @@ export interface Projection {
   apply?(tx: Queryable, event: RecordedEvent): Promise<void>;
   react?(event: RecordedEvent): Promise<void>;
   /**
+   * A process manager whose reactions to unrelated events are independent names, per event, what orders
+   * it (a booking, a recipient): the events of a batch that share a key are reacted to in log order, the
+   * others side by side, so their appends share commits instead of each waiting for its own. Without it,
+   * one event after the other.
+   */
+  orderedBy?(event: RecordedEvent): string[];
+  /**
    * A process manager names the lease it runs under: with several instances of the service only the
    * instance holding it runs the projection (read models need none: their checkpoint row decides).
    */
@@ -179,6 +186,27 @@ interface Consumer {
  * the store reads the log from its own position (catch-up) and rejoins the feed once it has reached it.
  * So a slow or stuck projection never holds back the others, and the log is read once while all keep up.
  */
+/** Reactions of one process manager running side by side at most (see `orderedBy`). */
+const REACT_CONCURRENCY = 32;
+
+/** Runs the tasks given to it with at most `n` at once, in the order given. */
+function limiter(n: number) {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(task: () => Promise<T>): Promise<T> => {
+    // A slot freed is handed to the next waiting task directly, so a newcomer never jumps the queue.
+    if (running >= n) await new Promise<void>((r) => waiting.push(r));
+    else running++;
+    try {
+      return await task();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}
+
 export function createProjectionRunner(
   store: EventStore,
   db: Database,
@@ -382,6 +410,37 @@ export function createProjectionRunner(
     });
 
   /**
+   * A process manager's reactions to a batch, in log order; with `orderedBy`, in log order per key and side
+   * by side across keys (at most REACT_CONCURRENCY at once). All of them are settled before this returns,
+   * so a failure (thrown after) leaves no reaction of the batch running when it is retried one by one.
+   */
+  const reactAll = async (c: Consumer, generation: number, events: RecordedEvent[]) => {
+    const { p } = c;
+    const react = async (e: RecordedEvent) => {
+      ensureActive(c, generation);
+      await p.react!(e);
+    };
+    if (!p.orderedBy || events.length < 2) {
+      for (const e of events) await react(e);
+      return;
+    }
+    const tails = new Map<string, Promise<unknown>>();
+    const slots = limiter(REACT_CONCURRENCY);
+    const runs = events.map((e) => {
+      const keys = [...new Set(p.orderedBy!(e))];
+      const before = keys.map((k) => tails.get(k)).filter((t) => t !== undefined);
+      // Started once the earlier events of its keys are settled (failed or not: the batch fails as a whole).
+      const run = Promise.allSettled(before).then(() => slots(() => react(e)));
+      const settled = run.catch(() => undefined);
+      keys.forEach((k) => tails.set(k, settled));
+      return run;
+    });
+    const outcomes = await Promise.allSettled(runs);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+
+  /**
    * One transaction: the events' effects and the checkpoint commit together or not at all. A batch the
    * projection has nothing to do with only moves its position in memory (most batches, for most
    * projections); the checkpoint catches up with its next real change, or every SKIP_SAVE_EVERY events,
@@ -397,11 +456,7 @@ export function createProjectionRunner(
     }
     // Reactions run before the checkpoint moves: a crash in between repeats them, never loses them. A
     // process manager checks its lease before each one, so an instance that lost it stops acting.
-    if (p.react)
-      for (const e of mine) {
-        ensureActive(c, generation);
-        await p.react(e);
-      }
+    if (p.react) await reactAll(c, generation, mine);
     // A process manager's effects are idempotent, keyed by their causing event, and stored elsewhere: its
     // checkpoint only shortens the re-reading after a restart, so it is written at most every
     // PM_SAVE_EVERY_MS (or SKIP_SAVE_EVERY events) instead of once per batch.

@@ -56,6 +56,8 @@ export function webhookProcess(deps: {
     name: 'webhook-process',
     lease: LEASES.webhooks,
     handles: ['NotificationCreated'],
+    // Each user's notifications in order; different users' side by side.
+    orderedBy: (e) => [(e.data as NotificationFields).userId],
     async react(recorded) {
       const n = recorded.data as NotificationFields;
       const { channels } = await readState(deps.store, notificationStream(n.userId), webhookChannels);

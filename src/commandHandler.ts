@@ -1,7 +1,7 @@
 import { isLeft } from 'fp-ts/Either';
 import type { Decider, DomainError, DomainEvent } from './decider';
 import type { EventMetadata, EventStore, Position, StreamAppend } from './eventstore/types';
-import { loadState, remember, type Folder, type Loaded } from './foldedStates';
+import { keptState, loadState, remember, type Folder, type Loaded } from './foldedStates';
 import { WrongExpectedRevisionError } from './eventstore/types';
 
 export type CommandOutcome<E, S> =
@@ -53,19 +53,37 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   metadata: EventMetadata,
   retries = 8,
   alongside?: Alongside<E>,
-  /** The stream's state, loaded by the caller while it prepared the command (first attempt only). */
-  preloaded?: Promise<Loaded<S>>,
+  /**
+   * What the first decision starts from instead of a read of the stream's tail:
+   * - the state the caller loaded while it prepared the command;
+   * - `'kept'`: the state this process last folded, if it kept one, unread (a guess);
+   * - `'new'`: the empty state at `no_stream` (a guess: the stream is expected not to exist yet).
+   * A guess costs no read when it holds: the append checks the revision it was made at, so events decided on
+   * a stale guess are refused and decided again on the stream as read. A refusal or a decision to write
+   * nothing on a guess is never answered from it: the command is decided again on the stream as read.
+   */
+  first?: Promise<Loaded<S>> | 'kept' | 'new',
 ): Promise<CommandOutcome<E, S>> {
   const tag = metadata.idempotencyTag;
+  const keyed = typeof tag === 'string';
+  // A keyed request reads the whole stream (below): no guess and no preloaded state stands in for it.
+  let guess: Loaded<S> | undefined =
+    keyed || first === undefined || typeof first !== 'string'
+      ? undefined
+      : first === 'new'
+        ? { state: decider.initialState(), revision: 'no_stream', observed: null, recorded: [] }
+        : keptState(store, streamName, decider);
   for (let attempt = 0; ; attempt++) {
+    const guessed = guess !== undefined;
     // A keyed request reads the whole stream, to find what an earlier run of it stored; others fold only
     // what the stream got since this process last folded it.
-    const { state, revision, observed, recorded } = await (attempt === 0 &&
-    preloaded &&
-    typeof tag !== 'string'
-      ? preloaded
-      : loadState(store, streamName, decider, { whole: typeof tag === 'string' }));
-    if (typeof tag === 'string') {
+    const { state, revision, observed, recorded } =
+      guess ??
+      (await (attempt === 0 && first && typeof first !== 'string' && !keyed
+        ? first
+        : loadState(store, streamName, decider, { whole: keyed })));
+    guess = undefined;
+    if (keyed) {
       // A keyed request run again after a crash (or a concurrent repeat after the key's lease): what the
       // first run stored in this stream is its outcome; deciding again could book twice or refuse.
       const earlier = recorded.filter((r) => r.metadata.idempotencyTag === tag);
@@ -79,6 +97,10 @@ export async function handleCommand<C, E extends DomainEvent, S>(
         };
     }
     const decided = decider.decide(command, state);
+    if (guessed && (isLeft(decided) || decided.right.length === 0)) {
+      attempt--; // not an attempt: the guess is checked by reading the stream
+      continue;
+    }
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;
     if (events.length === 0) return { ok: true, events, state, position: null, observed, alongside: false };
@@ -110,6 +132,11 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     } catch (err) {
       // Only a race on the command's own stream is decided again; the others are the caller's to know.
       if (!(err instanceof WrongExpectedRevisionError) || err.streamName !== streamName) throw err;
+      // A stale guess is no race: decided again at once on the stream as read.
+      if (guessed) {
+        attempt--;
+        continue;
+      }
       if (attempt >= retries) throw new ConcurrencyConflictError(streamName);
       // Jitter spreads out writers that collided so they do not collide again in lockstep.
       await new Promise((r) => setTimeout(r, Math.random() * 10 * (attempt + 1)));

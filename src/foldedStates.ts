@@ -82,6 +82,31 @@ export function remember(store: EventStore, decider: object, streamName: string,
   }
 }
 
+/** Forgets a stream's kept state (a finished stream that will not be decided on again: its memory is free). */
+export function forget(store: EventStore, decider: object, streamName: string): void {
+  const k = cacheOf(store);
+  const key = keyOf(decider, streamName);
+  const known = k.entries.get(key);
+  if (!known) return;
+  k.entries.delete(key);
+  k.events -= weight(known);
+}
+
+/**
+ * The kept state of a stream as this process last folded it, without reading the store: only a guess of the
+ * state now (another instance may have written since). A decision on it is only as good as the append that
+ * checks the revision (see `handleCommand`'s `first`).
+ */
+export function keptState<S>(
+  store: EventStore,
+  streamName: string,
+  decider: Folder<never, S>,
+): Loaded<S> | undefined {
+  const hit = cacheOf(store).entries.get(keyOf(decider, streamName));
+  if (!hit) return undefined;
+  return { state: hit.state as S, revision: hit.revision, observed: hit.position, recorded: [] };
+}
+
 export interface Loaded<S> {
   state: S;
   revision: bigint | 'no_stream';

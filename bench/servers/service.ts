@@ -69,6 +69,23 @@ async function main() {
     if (msg.cmd === 'queries') {
       process.send!({ queries: Object.fromEntries(queryCounts) });
       queryCounts.clear();
+    } else if (msg.cmd === 'settle') {
+      // Waits (at most 30 s) until every projection, process managers included, has what the log holds now:
+      // the work a burst of bookings caused is then done. Answers the milliseconds waited.
+      const t0 = performance.now();
+      void inner.headPosition().then(async (head) => {
+        while (performance.now() - t0 < 30_000) {
+          const behind = system.runner
+            .status()
+            .filter(
+              (p) =>
+                p.state !== 'standby' && (p.position === null || BigInt(p.position.commit) < head.commit),
+            );
+          if (!behind.length) break;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        process.send!({ settledMs: performance.now() - t0 });
+      });
     } else if (msg.cmd === 'lag') {
       const m = process.memoryUsage();
       process.send!({ lags: lags.splice(0), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal });

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import * as t from 'io-ts';
 import type { AppDeps } from '../../src/deps';
 import { ConcurrencyConflictError, handleCommand, readState } from '../../src/commandHandler';
-import { loadState } from '../../src/foldedStates';
+import { keptState, loadState } from '../../src/foldedStates';
 import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
 import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
 import { HttpError, notFound } from '../../src/http/errors';
@@ -82,12 +82,15 @@ export function bookingCommands(deps: AppDeps): Router {
     const bookable = (await readState(deps.store, serviceStream(serviceId), service)).service;
     if (!bookable) throw notFound('service_not_found', 'no such bookable service');
     const metadata = metadataOf(ctx);
-    // The coach's calendar is read while the place is looked up (a keyed request reads it whole, later).
+    // The coach's calendar as this process last folded it, checked by the hold's append (see handleCommand);
+    // else read while the place is looked up (a keyed request reads it whole, later).
     const calendarState =
       typeof metadata.idempotencyTag === 'string'
         ? undefined
-        : loadState(deps.store, calendarStream(bookable.coachId), calendar);
-    calendarState?.catch(() => undefined); // a refusal below leaves it unread; its failure is not lost
+        : keptState(deps.store, calendarStream(bookable.coachId), calendar)
+          ? ('kept' as const)
+          : loadState(deps.store, calendarStream(bookable.coachId), calendar);
+    if (typeof calendarState === 'object') calendarState.catch(() => undefined); // a refusal below leaves it unread
     const where = await placeOf(deps, bookable.coachId, body);
     if (!where) throw notFound('address_not_found', "addressId is not one of the coach's saved addresses");
     const method = body.method ?? 'card';

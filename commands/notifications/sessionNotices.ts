@@ -109,3 +109,13 @@ export function uuidFrom(...parts: string[]): string {
 /** The local slots of the given sessions of a booking. */
 export const slotsOf = (booking: SessionsBooked['data'] | null, sessionIds: string[]) =>
   booking ? booking.sessions.filter((s) => sessionIds.includes(s.sessionId)).map((s) => s.slot) : [];
+
+/**
+ * What orders the reactions to a session event (see the runner's `orderedBy`): its booking, and the parties
+ * a new booking names (a notice or e-mail about one booking never overtakes an earlier one, and two
+ * bookings of one coach or client do not race for the same inbox).
+ */
+export function sessionEventKeys(data: unknown): string[] {
+  const d = data as { groupId?: string; clientId?: string; coachId?: string };
+  return [d.groupId, d.clientId, d.coachId].filter((k): k is string => typeof k === 'string');
+}

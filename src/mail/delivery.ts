@@ -2,6 +2,7 @@ import os from 'node:os';
 import { deliveryDecider, type DeliveryCommand, type DeliveryState } from '../../commands/delivery/decider';
 import { deliveryStream } from '../../commands/delivery/events';
 import { ConcurrencyConflictError, handleCommand } from '../commandHandler';
+import { forget } from '../foldedStates';
 import type { EventMetadata, EventStore } from '../eventstore/types';
 import type { Logger } from '../log';
 import { isPermanentMailError, type MailMessage, type Mailer } from './mailer';
@@ -36,9 +37,14 @@ export interface DeliveryDeps {
 export function deliveries(deps: DeliveryDeps) {
   const { store, mailer, log, clock } = deps;
 
-  const run = async (stream: string, command: DeliveryCommand, metadata: EventMetadata) => {
+  const run = async (
+    stream: string,
+    command: DeliveryCommand,
+    metadata: EventMetadata,
+    first?: 'new' | 'kept',
+  ) => {
     try {
-      return await handleCommand(store, stream, deliveryDecider, command, metadata, 3);
+      return await handleCommand(store, stream, deliveryDecider, command, metadata, 3, undefined, first);
     } catch (err) {
       // Another sender wrote the stream each time we tried: it has the delivery in hand.
       if (err instanceof ConcurrencyConflictError) return null;
@@ -56,6 +62,9 @@ export function deliveries(deps: DeliveryDeps) {
       stream,
       { type: 'Claim', first, now: clock().toISOString(), leaseMs: deps.leaseMs, by: SENDER },
       metadata,
+      // A first claim is of a delivery nobody has started: decided on the empty stream without reading it
+      // (if someone has, the append refuses and the stream is read).
+      first ? 'new' : undefined,
     );
     if (!outcome?.ok) return null;
     const state = outcome.state as Exclude<DeliveryState, { status: 'none' }>;
@@ -74,7 +83,9 @@ export function deliveries(deps: DeliveryDeps) {
         c.stream,
         { type: 'RecordRefusal', error, permanent, now: clock().toISOString() },
         metadata,
+        'kept', // the claim just made, unless another sender took it over meanwhile
       );
+      forget(store, deliveryDecider, c.stream);
       const failed = permanent || (recorded?.ok && recorded.events[0]?.type === 'DeliveryFailed');
       (failed ? log.error : log.warn)(failed ? 'e-mail refused for good' : 'e-mail deferred', {
         stream: c.stream,
@@ -98,6 +109,8 @@ export function deliveries(deps: DeliveryDeps) {
       ],
       { expectedRevision: 'any' },
     );
+    // Done: its fold would only take room from streams that are decided on again (inboxes, calendars).
+    forget(store, deliveryDecider, c.stream);
     return 'sent';
   };
 

@@ -4,7 +4,8 @@ import { right } from 'fp-ts/Either';
 import type { Decider } from '../../src/decider';
 import { createSqlEventStore } from '../../src/eventstore/sql';
 import type { EventStore } from '../../src/eventstore/types';
-import { limits, loadState } from '../../src/foldedStates';
+import { forget, keptState, limits, loadState } from '../../src/foldedStates';
+import { left } from 'fp-ts/Either';
 import { testDatabase, type TestDatabase } from '../support/services';
 
 /** A counter: Added events sum up; the command adds its amount. */
@@ -21,6 +22,7 @@ describe('folded states kept between commands', () => {
   /** The store, counting the events each stream read hands back. */
   let store: EventStore;
   let eventsRead = 0;
+  let streamReads = 0;
   beforeAll(async () => {
     database = await testDatabase();
     inner = await createSqlEventStore(database.db);
@@ -30,6 +32,7 @@ describe('folded states kept between commands', () => {
       readStream: async (s, o) => {
         const r = await inner.readStream(s, o);
         eventsRead += r.events.length;
+        streamReads++;
         return r;
       },
     };
@@ -76,6 +79,64 @@ describe('folded states kept between commands', () => {
     const again = await handleCommand(store, stream, counter, { n: 7 }, { idempotencyTag: 'k1' });
     expect(again.ok && again.events).toEqual(first.ok && first.events);
     expect((await inner.readStream(stream)).events).toHaveLength(2);
+  });
+
+  /** A one-seat register: the first Take wins, a Take of a taken seat is refused. */
+  type Taken = { type: 'Taken'; data: { by: string } } | { type: 'Freed'; data: { by: string } };
+  const seat: Decider<{ by: string }, Taken, { holder: string | null }> = {
+    initialState: () => ({ holder: null }),
+    evolve: (_, e) => ({ holder: e.type === 'Taken' ? e.data.by : null }),
+    decide: (c, s) =>
+      s.holder
+        ? left({ code: 'taken', message: `held by ${s.holder}` })
+        : right([{ type: 'Taken', data: { by: c.by } }]),
+  };
+
+  it("a 'kept' guess decides without reading when this process is the stream's only writer", async () => {
+    const stream = `counter-${randomUUID()}`;
+    await handleCommand(store, stream, counter, { n: 1 }, {});
+    streamReads = 0;
+    const outcome = await handleCommand(store, stream, counter, { n: 2 }, {}, 8, undefined, 'kept');
+    expect(outcome.ok && outcome.state).toEqual({ total: 3, seen: 2 });
+    expect(streamReads).toBe(0);
+    expect(keptState(store, stream, counter)?.revision).toBe(1n);
+  });
+
+  it("a stale 'kept' guess never wins: its append is refused and the command is decided on the stream as read", async () => {
+    const stream = `counter-${randomUUID()}`;
+    await handleCommand(store, stream, counter, { n: 1 }, {});
+    await inner.append(stream, [{ type: 'Added', data: { n: 10 } }], { expectedRevision: 0n }); // another instance
+    const outcome = await handleCommand(store, stream, counter, { n: 100 }, {}, 0, undefined, 'kept');
+    expect(outcome.ok && outcome.state).toEqual({ total: 111, seen: 3 }); // not a conflict, even with 0 retries
+    expect((await inner.readStream(stream)).events.map((e) => (e.data as { n: number }).n)).toEqual([
+      1, 10, 100,
+    ]);
+  });
+
+  it("a refusal on a stale 'kept' guess is not answered: the command is decided again on the stream as read", async () => {
+    const stream = `seat-${randomUUID()}`;
+    await handleCommand(store, stream, seat, { by: 'ann' }, {});
+    // Freed by another instance: this process's kept state still says ann holds the seat.
+    await inner.append(stream, [{ type: 'Freed', data: { by: 'ann' } }], { expectedRevision: 0n });
+    const outcome = await handleCommand(store, stream, seat, { by: 'bob' }, {}, 8, undefined, 'kept');
+    expect(outcome.ok && outcome.state).toEqual({ holder: 'bob' });
+    // And a true refusal is still a refusal once read.
+    const refused = await handleCommand(store, stream, seat, { by: 'cy' }, {}, 8, undefined, 'kept');
+    expect(refused).toEqual({ ok: false, error: { code: 'taken', message: 'held by bob' } });
+  });
+
+  it("a 'new' guess writes a new stream without reading it, and reads an existing one instead of overwriting it", async () => {
+    const fresh = `seat-${randomUUID()}`;
+    streamReads = 0;
+    const first = await handleCommand(store, fresh, seat, { by: 'ann' }, {}, 8, undefined, 'new');
+    expect(first.ok).toBe(true);
+    expect(streamReads).toBe(0);
+    forget(store, seat, fresh);
+    expect(keptState(store, fresh, seat)).toBeUndefined();
+    const second = await handleCommand(store, fresh, seat, { by: 'bob' }, {}, 8, undefined, 'new');
+    expect(second).toEqual({ ok: false, error: { code: 'taken', message: 'held by ann' } });
+    expect(streamReads).toBe(1);
+    expect((await inner.readStream(fresh)).events).toHaveLength(1);
   });
 
   it('keeps a bounded number of streams and events per decider, forgetting the least recently used (all deciders together)', async () => {

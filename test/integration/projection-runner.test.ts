@@ -115,6 +115,94 @@ describe('projection runner', () => {
   });
 });
 
+describe('projection runner: process managers reacting side by side (orderedBy)', () => {
+  let database: TestDatabase;
+  let store: EventStore;
+  beforeAll(async () => {
+    database = await testDatabase();
+    await migrate(database.db);
+    store = await createSqlEventStore(database.db);
+  });
+  afterAll(async () => {
+    await store.close();
+    await database.drop();
+  });
+
+  /** A process manager recording when it starts and ends each reaction (each takes a few milliseconds). */
+  const timedReactor = (name: string, fail: (n: number, attempt: number) => boolean = () => false) => {
+    const log: { n: number; key: string; start: number; end: number }[] = [];
+    const attempts = new Map<number, number>();
+    let running = 0;
+    let most = 0;
+    const p: Projection = {
+      name,
+      handles: ['Keyed'],
+      orderedBy: (e) => [(e.data as { key: string }).key],
+      async react(e) {
+        const { n, key } = e.data as { n: number; key: string };
+        const attempt = (attempts.get(n) ?? 0) + 1;
+        attempts.set(n, attempt);
+        running++;
+        most = Math.max(most, running);
+        const start = performance.now();
+        await new Promise((r) => setTimeout(r, 5 + (n % 3)));
+        running--;
+        if (fail(n, attempt)) throw new Error(`reaction ${n} failed`);
+        log.push({ n, key, start, end: performance.now() });
+      },
+    };
+    return { p, log, attempts, most: () => most };
+  };
+  const keys = ['a', 'b', 'a', 'c', 'b', 'a', 'd', 'c', 'a', 'b', 'e', 'a'];
+  /** The events in one append, so the runner gets them as one batch. */
+  const appendKeyed = () =>
+    store.append(
+      `keyed-${randomUUID()}`,
+      keys.map((key, n) => ({ type: 'Keyed', data: { n, key } })),
+    );
+  const startAt = async (name: string) => {
+    const head = await store.headPosition();
+    await database.db.query(
+      `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
+      [name, head.commit.toString()],
+    );
+  };
+
+  it('reacts in log order per key and side by side across keys, each event once', async () => {
+    const r = timedReactor('keyed');
+    await startAt('keyed');
+    const { position } = await appendKeyed();
+    const runner = createProjectionRunner(store, database.db, [r.p], log);
+    await runner.start();
+    expect(await runner.waitFor(position, 5000, ['keyed'])).toBe(true);
+    await runner.stop();
+    expect(r.log.map((x) => x.n).sort((x, y) => x - y)).toEqual(keys.map((_, n) => n));
+    for (const key of new Set(keys)) {
+      const mine = r.log.filter((x) => x.key === key).sort((x, y) => x.start - y.start);
+      expect(mine.map((x) => x.n)).toEqual(keys.flatMap((k, n) => (k === key ? [n] : [])));
+      // Each starts only once the one before it (same key) has ended.
+      mine.slice(1).forEach((x, i) => expect(x.start).toBeGreaterThanOrEqual(mine[i]!.end));
+    }
+    expect(r.most()).toBeGreaterThan(1);
+  });
+
+  it('a failed reaction fails the batch only once all of it settled; retried one by one, every event is reacted to', async () => {
+    const r = timedReactor('keyed-failing', (n, attempt) => n === 4 && attempt === 1);
+    await startAt('keyed-failing');
+    const { position } = await appendKeyed();
+    const runner = createProjectionRunner(store, database.db, [r.p], log, { baseBackoffMs: 5 });
+    await runner.start();
+    expect(await runner.waitFor(position, 5000, ['keyed-failing'])).toBe(true);
+    await runner.stop();
+    expect(new Set(r.log.map((x) => x.n))).toEqual(new Set(keys.map((_, n) => n)));
+    expect(r.attempts.get(4)).toBe(2);
+    // Nothing of the failed batch was still running when it was taken up again one by one.
+    const failedAt = Math.min(...r.log.filter((x) => r.attempts.get(x.n)! > 1).map((x) => x.start));
+    const firstRound = r.log.filter((x) => x.start < failedAt);
+    firstRound.forEach((x) => expect(x.end).toBeLessThanOrEqual(failedAt));
+  });
+});
+
 describe('projection runner: one subscription per process, fanned out', () => {
   let database: TestDatabase;
   let store: EventStore;
