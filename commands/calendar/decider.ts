@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
-import { freeSlots, parseLocal, slotRulesOf, type Reservation } from './slots';
+import { freeSlots, instantsOf, parseLocal, slotRulesOf, type Reservation } from './slots';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
 export interface Calendar {
@@ -226,8 +226,9 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
               code: 'package_expired',
               message: `${slot} is after the package's expiration date`,
             });
+          const freeStart = Date.parse(free.startsAt);
           const sameClient = active.some(
-            (r) => r.clientId === command.clientId && Date.parse(r.startsAt) === Date.parse(free.startsAt),
+            (r) => r.clientId === command.clientId && instantsOf(r).s === freeStart,
           );
           if (sameClient) return left(unavailable(`you already hold ${slot}`));
           held.push({
