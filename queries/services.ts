@@ -9,6 +9,7 @@ import type { Principal } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
+import { coalesced, perDatabase } from '../src/db/coalesce';
 
 interface ServiceRow {
   id: string;
@@ -22,14 +23,27 @@ const rowToOut = (r: ServiceRow) => toServiceOut({ ...r.fields, id: r.id, status
 const canSeeUnapproved = (caller: Principal | null, coachId: string) =>
   !!caller && (caller.userId === coachId || caller.roles.includes('admin'));
 
+/** Service rows asked for in the same turn (concurrent GETs) read by one statement (src/db/coalesce.ts). */
+const serviceRow = perDatabase((db: Queryable) =>
+  coalesced<string, ServiceRow | undefined>(
+    async (ids) => {
+      const res = await db.query<ServiceRow>(
+        'SELECT id, coach_id, status, fields FROM services WHERE id = ANY($1::uuid[])',
+        [ids],
+        { name: 'services_by_id' },
+      );
+      const byId = new Map(res.rows.map((r) => [r.id, r]));
+      return ids.map((id) => byId.get(id));
+    },
+    (id) => id,
+  ),
+);
+
 export async function findService(
   db: Queryable,
   serviceId: string,
 ): Promise<(ServiceOut & { coachId: string }) | null> {
-  const res = await db.query<ServiceRow>('SELECT id, coach_id, status, fields FROM services WHERE id = $1', [
-    serviceId,
-  ]);
-  const row = res.rows[0];
+  const row = await serviceRow(db)(serviceId);
   return row ? { ...rowToOut(row), coachId: row.coach_id } : null;
 }
 

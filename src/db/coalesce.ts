@@ -43,3 +43,13 @@ export function coalesced<K, V>(
       else pending.set(id, { key, waiters: [{ resolve, reject }] });
     });
 }
+
+/** `make(db)`, made once per database object (for look-ups coalesced per database). */
+export function perDatabase<D extends object, T>(make: (db: D) => T): (db: D) => T {
+  const made = new WeakMap<D, T>();
+  return (db) => {
+    let t = made.get(db);
+    if (t === undefined) made.set(db, (t = make(db)));
+    return t;
+  };
+}

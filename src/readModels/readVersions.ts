@@ -1,4 +1,4 @@
-import { coalesced } from '../db/coalesce';
+import { coalesced, perDatabase } from '../db/coalesce';
 import type { Queryable } from '../db/database';
 
 /**
@@ -87,7 +87,7 @@ export async function readTokens(
   viaService?: string,
 ): Promise<Map<string, string>> {
   if (!viaService) {
-    const one = tokenReaders.get(db) ?? tokenReaders.set(db, tokenReader(db)).get(db)!;
+    const one = tokenReader(db);
     const tokens = new Map<string, string>();
     const found = await Promise.all(scopes.map(one));
     scopes.forEach((s, i) => found[i] !== undefined && tokens.set(s, found[i]!));
@@ -123,8 +123,7 @@ function joinTokens(rows: TokenRow[]): Map<string, string> {
  * One scope's token, read together with every other scope asked for in the same turn (concurrent reads
  * mostly share `*` and their coach's scope): one round trip for all of them (src/db/coalesce.ts).
  */
-const tokenReaders = new WeakMap<Queryable, (scope: string) => Promise<string | undefined>>();
-const tokenReader = (db: Queryable) =>
+const tokenReader = perDatabase((db: Queryable) =>
   coalesced<string, string | undefined>(
     async (scopes) => {
       const res = await db.query<TokenRow>(
@@ -136,7 +135,8 @@ const tokenReader = (db: Queryable) =>
       return scopes.map((s) => tokens.get(s));
     },
     (s) => s,
-  );
+  ),
+);
 
 /**
  * Gives scopes that have no row yet one (`init`), so their answers can be cached from the next read on.

@@ -181,6 +181,46 @@ describe('services: create, edit, approve, reject, read', () => {
     ).toEqual([id]);
   });
 
+  it('answers many GETs of different services made at once each with its own service (one shared look-up)', async () => {
+    const coach = await newCoach();
+    const approved = await Promise.all(
+      [1, 2, 3, 4].map((i) => newService(coach, { name: `Svc ${i}`, price: 10 * i })),
+    );
+    const inReview = await newService(coach, { name: 'Not yet' }, false);
+    const missing = randomUUID();
+    const asks = [...approved, inReview, missing, ...approved].map((id) => ({
+      id,
+      token: undefined as string | undefined,
+    }));
+    asks.push({ id: inReview, token: coach.token });
+    const answers = await Promise.all(
+      asks.map((a) => t.request('GET', `/api/v1/service/${a.id}`, a.token ? { token: a.token } : {})),
+    );
+    answers.forEach((res, i) => {
+      const { id, token } = asks[i]!;
+      if (id === missing || (id === inReview && !token)) {
+        expect(res.status).toBe(404);
+        return;
+      }
+      expect(res.status).toBe(200);
+      expect(res.body.id).toBe(id);
+      const n = approved.indexOf(id);
+      expect(res.body).toMatchObject(
+        n >= 0 ? { name: `Svc ${n + 1}`, price: 10 * (n + 1) } : { name: 'Not yet', status: 'review' },
+      );
+    });
+    // A change shows on the very next GET.
+    const edit = await t.request('PUT', `/api/v1/coach/services/${approved[0]}`, {
+      token: coach.token,
+      body: { price: 99 },
+    });
+    expect(edit.status).toBe(200);
+    const [again] = await Promise.all(
+      [approved[0], approved[1]].map((id) => t.request('GET', `/api/v1/service/${id}`)),
+    );
+    expect(again!.body.price).toBe(99);
+  });
+
   it('lets only the owner edit; an approved service stays approved', async () => {
     const coach = await newCoach();
     const other = await newCoach();
