@@ -1,3 +1,4 @@
+import { zoneOf } from '../commands/calendar/zones';
 import Router from '@koa/router';
 import * as t from 'io-ts';
 import { DateTime } from 'luxon';
@@ -158,7 +159,10 @@ function holdWindow(query: unknown, now: Date): { lo: string; hi: string } {
 
 /** The first instant of the next local date in `zone` (epoch ms). */
 const nextLocalMidnight = (now: Date, zone: string) =>
-  DateTime.fromJSDate(now, { zone }).startOf('day').plus({ days: 1 }).toMillis();
+  DateTime.fromJSDate(now, { zone: zoneOf(zone) })
+    .startOf('day')
+    .plus({ days: 1 })
+    .toMillis();
 
 async function calendarOf(db: Queryable, coachId: string, from: string, to: string) {
   const cal = await db.query<{ schedule: Schedule }>(

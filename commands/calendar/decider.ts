@@ -3,6 +3,7 @@ import { DateTime } from 'luxon';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
+import { zoneOf } from './zones';
 import { freeSlots, instantsOf, parseLocal, slotRulesOf, type Reservation } from './slots';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
@@ -26,7 +27,7 @@ export interface PackageOf {
  * `expiresInDays` × 24 h after it was booked, as the Session reply shows it.
  */
 export const packageExpiresAt = (p: Pick<PackageOf, 'bookedAt' | 'terms'>, zone: string): number =>
-  DateTime.fromMillis(Date.parse(p.bookedAt) + p.terms.expiresInDays * 86_400_000, { zone })
+  DateTime.fromMillis(Date.parse(p.bookedAt) + p.terms.expiresInDays * 86_400_000, { zone: zoneOf(zone) })
     .endOf('day')
     .toMillis();
 

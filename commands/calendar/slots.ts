@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import { zoneOf } from './zones';
 import { WEEKDAYS, type Interval, type Schedule } from './events';
 import type { ServiceFields } from '../services/events';
 
@@ -97,7 +98,7 @@ export function hoursOn(schedule: Schedule, date: DateTime): Interval[] {
 
 /** Parses a local slot label in `zone`; null for a malformed label or a wall time skipped by DST. */
 export function parseLocal(slot: string, zone: string): DateTime | null {
-  const dt = DateTime.fromISO(slot, { zone });
+  const dt = DateTime.fromISO(slot, { zone: zoneOf(zone) });
   if (!dt.isValid) return null;
   // A time inside a spring-forward gap does not exist; luxon would move it, so it would not round-trip.
   if (dt.toFormat("yyyy-MM-dd'T'HH:mm") !== slot.slice(0, 16)) return null;
@@ -178,10 +179,10 @@ export function freeSlotsUntil(
   let until = Infinity;
   const ownTravel = travelMinutes * 60_000;
   const out: FreeSlot[] = [];
-  const last = DateTime.fromISO(toDate, { zone });
+  const last = DateTime.fromISO(toDate, { zone: zoneOf(zone) });
   // Only reservations that can touch the asked days matter (a coach's calendar holds years of them): the
   // days' span, widened by a day each side for zone offsets and by this booking's own travel.
-  const spanStart = DateTime.fromISO(fromDate, { zone }).toMillis() - 86_400_000 - ownTravel;
+  const spanStart = DateTime.fromISO(fromDate, { zone: zoneOf(zone) }).toMillis() - 86_400_000 - ownTravel;
   const spanEnd = last.toMillis() + 2 * 86_400_000 + ownTravel;
   const busy = [];
   for (const r of reservations) {
@@ -191,7 +192,11 @@ export function freeSlotsUntil(
     busy.push({ ...r, s, e, bs: s - travel, be: e + travel });
   }
   const capacity = rules.groupSession ? rules.maxGroupSize : 1;
-  for (let day = DateTime.fromISO(fromDate, { zone }); day <= last; day = day.plus({ days: 1 })) {
+  for (
+    let day = DateTime.fromISO(fromDate, { zone: zoneOf(zone) });
+    day <= last;
+    day = day.plus({ days: 1 })
+  ) {
     const date = day.toISODate()!;
     // Zone arithmetic is the costly part. On a day whose offset is the same at both midnights (every day
     // but the two DST change days) a wall time is plain arithmetic; only change days ask luxon per slot.
@@ -240,10 +245,12 @@ export function freeSlotsUntil(
 
 /** The local date of an instant in a zone. */
 export const localDate = (instant: Date | string, zone: string) =>
-  DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, { zone }).toISODate()!;
+  DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, {
+    zone: zoneOf(zone),
+  }).toISODate()!;
 
 /** dd/mm/yyyy, the interface document's date text. */
 export const dayMonthYear = (instant: Date | string, zone: string) =>
-  DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, { zone }).toFormat(
-    'dd/MM/yyyy',
-  );
+  DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, {
+    zone: zoneOf(zone),
+  }).toFormat('dd/MM/yyyy');
