@@ -80,18 +80,34 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
   };
 }
 
-/** Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed). */
+/**
+ * Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed), as it would go
+ * over SMTP (CRLF line ends: converting them cost as much CPU as composing the message).
+ */
 export function createOutboxMailer(outboxDir: string, from: string): Mailer {
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true });
+  // The directory is made once, and again only when it went missing (an operator emptied DATA_DIR).
+  let made: Promise<unknown> | undefined;
+  const open = async (tmp: string) => {
+    await (made ??= fs.mkdir(outboxDir, { recursive: true }).catch((err: unknown) => {
+      made = undefined;
+      throw err;
+    }));
+    return fs.open(tmp, 'w').catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      made = fs.mkdir(outboxDir, { recursive: true });
+      await made;
+      return fs.open(tmp, 'w');
+    });
+  };
   return {
     provider: 'outbox',
     messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
       const info = await transport.sendMail(envelope(from, m));
-      await fs.mkdir(outboxDir, { recursive: true });
       const file = path.join(outboxDir, outboxFileName(m.key));
       const tmp = `${file}.${process.pid}.tmp`;
-      const fh = await fs.open(tmp, 'w');
+      const fh = await open(tmp);
       try {
         await fh.writeFile(info.message as Buffer);
         await fh.sync();

@@ -71,8 +71,29 @@ describe('notifications (24 to 31)', () => {
     );
     expect(files).toHaveLength(2);
     const toClient = files.find((c) => c.includes(`To: ${client.id.slice(0, 8)}@example.com`))!;
-    expect(toClient).toMatch(/^Subject: Booking received: Tennis basics$/m);
-    expect(toClient).toMatch(/^Message-ID: <[0-9a-f]{40}@coaching\.local>$/m);
+    expect(toClient).toMatch(/^Subject: Booking received: Tennis basics\r$/m);
+    expect(toClient).toMatch(/^Message-ID: <[0-9a-f]{40}@coaching\.local>\r$/m);
+  });
+
+  it('the outbox is made again when it went missing while the service ran', async () => {
+    const outbox = path.join(t.config.dataDir, 'outbox');
+    await booked();
+    await eventually(
+      async () => fs.existsSync(outbox) && fs.readdirSync(outbox).length,
+      (n) => !!n,
+    );
+    fs.rmSync(outbox, { recursive: true, force: true });
+    const { client } = await booked();
+    const files = await eventually(
+      async () =>
+        fs.existsSync(outbox)
+          ? fs
+              .readdirSync(outbox)
+              .filter((f) => fs.readFileSync(path.join(outbox, f), 'utf8').includes(client.id.slice(0, 8)))
+          : [],
+      (l) => l.length >= 1,
+    );
+    expect(files.length).toBeGreaterThanOrEqual(1);
   });
 
   it("marks read (25), filters unread, refuses ids that are not the caller's, records delivery (26)", async () => {
