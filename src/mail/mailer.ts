@@ -59,8 +59,15 @@ const envelope = (from: string, m: MailMessage) => ({
  */
 export const SMTP_TIMEOUTS = { connectionTimeout: 20_000, greetingTimeout: 20_000, socketTimeout: 40_000 };
 
+/**
+ * Pooled SMTP: a few connections kept open and reused for many messages, instead of a connection, greeting,
+ * EHLO (and STARTTLS, AUTH) per message. A connection that fails is replaced; a message refused on it fails
+ * alone (the delivery ledger defers or fails it as before).
+ */
+export const SMTP_POOL = { pool: true, maxConnections: 3, maxMessages: 100 } as const;
+
 export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
-  const transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS });
+  const transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS, ...SMTP_POOL });
   return {
     provider: 'smtp',
     messageIdFor: (key) => messageIdOf(key, from),

@@ -91,6 +91,18 @@ describe('e-mail over real SMTP', () => {
     expect(to(emailOf(coach.id))).toHaveLength(1);
   });
 
+  it('keeps its SMTP connections open for the next messages (a pool) instead of one connection each', async () => {
+    const before = { connections: smtp.connections(), messages: smtp.received.length };
+    const bookings = await Promise.all([booked(), booked(), booked()]);
+    for (const { client, coach } of bookings) {
+      await mailsTo(emailOf(client.id), 1);
+      await mailsTo(emailOf(coach.id), 1);
+    }
+    const messages = smtp.received.length - before.messages;
+    expect(messages).toBeGreaterThanOrEqual(6);
+    expect(smtp.connections() - before.connections).toBeLessThanOrEqual(3);
+  });
+
   it('mails approval to the client, a client cancellation to the coach only', async () => {
     const { coach, client, session } = await booked();
     await mailsTo(emailOf(coach.id), 1);

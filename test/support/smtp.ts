@@ -23,7 +23,12 @@ const header = (raw: string, name: string) => {
 export async function startSmtpServer() {
   const received: ReceivedMail[] = [];
   let rejections: { left: number; code: number } = { left: 0, code: 451 };
+  let connections = 0;
   const server = new SMTPServer({
+    onConnect(_session, callback) {
+      connections++;
+      callback();
+    },
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
@@ -63,6 +68,8 @@ export async function startSmtpServer() {
     url: `smtp://127.0.0.1:${port}`,
     received,
     rejectionsLeft: () => rejections.left,
+    /** SMTP connections opened to it so far. */
+    connections: () => connections,
     rejectNext(n: number, code = 451) {
       rejections = { left: n, code };
     },
