@@ -218,9 +218,8 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             ...active,
             ...held.map((h) => ({ ...h, serviceId: '', clientId: command.clientId, travelMinutes: travel })),
           ];
-          const free = freeSlots(schedule, taken, rules, date, date, now, travel).find(
-            (f) => f.slot.slice(0, 16) === slot.slice(0, 16),
-          );
+          // Only the asked slot is checked (by the same rules that list free slots).
+          const free = freeSlots(schedule, taken, rules, date, date, now, travel, slot.slice(0, 16))[0];
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
           if (pkg && Date.parse(free.startsAt) > packageExpiresAt(pkg, schedule.timezone))
             return left({

@@ -140,8 +140,10 @@ export function freeSlots(
   toDate: string,
   now: Date,
   travelMinutes = 0,
+  /** Only this slot label (its first 16 characters, to the minute) is considered: a booking's check. */
+  only?: string,
 ): FreeSlot[] {
-  return freeSlotsUntil(schedule, reservations, rules, fromDate, toDate, now, travelMinutes).slots;
+  return freeSlotsUntil(schedule, reservations, rules, fromDate, toDate, now, travelMinutes, only).slots;
 }
 
 /**
@@ -170,6 +172,7 @@ export function freeSlotsUntil(
   toDate: string,
   now: Date,
   travelMinutes = 0,
+  only?: string,
 ): { slots: FreeSlot[]; until: number } {
   const zone = schedule.timezone;
   const noticeMs = rules.minimumNoticeHours * 3_600_000;
@@ -206,6 +209,7 @@ export function freeSlotsUntil(
     for (const interval of hoursOn(schedule, day)) {
       for (const m of startsIn(interval, rules, day.weekday)) {
         const label = `${date}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
+        if (only !== undefined && label.slice(0, 16) !== only) continue;
         let s: number;
         if (steadyOffset !== null) s = midnightUtc + (m - steadyOffset) * 60_000;
         else {

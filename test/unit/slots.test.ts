@@ -222,3 +222,55 @@ describe('dayMonthYear and localDate', () => {
     expect(localDate(new Date('2026-12-31T23:30:00Z'), 'America/New_York')).toBe('2026-12-31');
   });
 });
+
+describe('freeSlots for one asked slot (a booking checks only the slot it asks for)', () => {
+  it('answers exactly what the full list says of that slot: notice, window, holds, travel, seats, DST days', () => {
+    const schedule: Schedule = {
+      timezone: 'Europe/Berlin',
+      weekly: {
+        sunday: [{ start: '00:00', end: '06:00' }],
+        monday: [
+          { start: '08:00', end: '12:00' },
+          { start: '13:00', end: '18:30' },
+        ],
+      },
+      overrides: {},
+    };
+    const held = (startsAt: string, minutes: number, extra: Partial<Reservation> = {}): Reservation => ({
+      sessionId: startsAt,
+      serviceId: 'tennis',
+      clientId: 'c1',
+      startsAt,
+      endsAt: new Date(Date.parse(startsAt) + minutes * 60_000).toISOString(),
+      ...extra,
+    });
+    const reservations = [
+      held('2027-03-29T07:00:00.000Z', 60),
+      held('2027-03-29T12:30:00.000Z', 30, { travelMinutes: 30 }),
+      held('2027-10-31T00:00:00.000Z', 60, { serviceId: 'group' }),
+    ];
+    const setups: [string, SlotRules, number][] = [
+      ['plain', rules(), 0],
+      ['30-minute steps, own travel', rules({ minutesDuration: 30 }), 45],
+      ['group of 2', rules({ serviceId: 'group', groupSession: true, maxGroupSize: 2 }), 0],
+      ['notice and a short window', rules({ minimumNoticeHours: 30, bookingWindowDays: 2 }), 0],
+    ];
+    const days: [string, Date][] = [
+      ['2027-03-28', new Date('2027-03-27T00:00:00Z')], // spring forward (Sunday night)
+      ['2027-03-29', new Date('2027-03-28T12:00:00Z')],
+      ['2027-10-31', new Date('2027-10-30T00:00:00Z')], // autumn fold
+    ];
+    let checked = 0;
+    for (const [name, r, travel] of setups)
+      for (const [day, now] of days) {
+        const all = freeSlots(schedule, reservations, r, day, day, now, travel);
+        for (let m = 0; m < 24 * 60; m += 15) {
+          const label = `${day}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+          const one = freeSlots(schedule, reservations, r, day, day, now, travel, label);
+          expect([name, label, one]).toEqual([name, label, all.filter((f) => f.slot.slice(0, 16) === label)]);
+          checked++;
+        }
+      }
+    expect(checked).toBe(4 * 3 * 96);
+  });
+});
