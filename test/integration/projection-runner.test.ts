@@ -113,20 +113,8 @@ describe('projection runner', () => {
     expect(await rows('poisoned')).toEqual([101]);
     await runner.stop();
   });
-});
 
-describe('projection runner: process managers reacting side by side (orderedBy)', () => {
-  let database: TestDatabase;
-  let store: EventStore;
-  beforeAll(async () => {
-    database = await testDatabase();
-    await migrate(database.db);
-    store = await createSqlEventStore(database.db);
-  });
-  afterAll(async () => {
-    await store.close();
-    await database.drop();
-  });
+  // ---- process managers reacting side by side (orderedBy) ----
 
   /** A process manager recording when it starts and ends each reaction (each takes a few milliseconds). */
   const timedReactor = (name: string, fail: (n: number, attempt: number) => boolean = () => false) => {
