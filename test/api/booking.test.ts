@@ -1,18 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { marketplace } from '../support/marketplace';
-import { startTestSystem, type TestSystem } from '../support/system';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
 
 // Tuesday 1 December 2026, 08:00 UTC (09:00 in Berlin). Tests move the clock forward when they need to.
-let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
-let m: ReturnType<typeof marketplace>;
-beforeAll(async () => {
-  t = await startTestSystem({ clock: () => now });
-  m = marketplace(t);
-});
-afterAll(() => t.close());
-beforeEach(() => {
-  now = new Date('2026-12-01T08:00:00Z');
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
 });
 
 const book = (
@@ -183,7 +178,7 @@ describe('availability and booking (6, 8, 11)', () => {
   });
 
   it('handles DST: the spring-forward gap has no slot, and slots keep their wall time across the change', async () => {
-    now = new Date('2027-03-25T08:00:00Z');
+    clock.set('2027-03-25T08:00:00Z');
     const coach = await m.coach({
       weekly: { sunday: [{ start: '01:00', end: '04:00' }], monday: [{ start: '09:00', end: '10:00' }] },
     });

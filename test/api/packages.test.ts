@@ -1,17 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { eventually, marketplace } from '../support/marketplace';
-import { startTestSystem, type TestSystem } from '../support/system';
+import { eventually } from '../support/marketplace';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
 
-let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
-let m: ReturnType<typeof marketplace>;
-beforeAll(async () => {
-  t = await startTestSystem({ clock: () => now });
-  m = marketplace(t);
-});
-afterAll(() => t.close());
-beforeEach(() => {
-  now = new Date('2026-12-01T08:00:00Z');
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
 });
 
 const book = (token: string, serviceId: string, body: Record<string, unknown>) =>
@@ -180,13 +176,13 @@ describe('packages booked in several steps (8 with packageId)', () => {
       message: "2026-12-07T10:00:00 is after the package's expiration date",
       code: 409,
     });
-    now = new Date('2026-12-04T12:00:00Z'); // 13:00 in Berlin on the last day: still usable
+    clock.set('2026-12-04T12:00:00Z'); // 13:00 in Berlin on the last day: still usable
     const lastDay = await book(client.token, serviceId, {
       slots: ['2026-12-04T16:00:00'],
       packageId: first.groupId,
     });
     expect(lastDay.status).toBe(200);
-    now = new Date('2026-12-04T23:01:00Z'); // 00:01 on 5 December in Berlin
+    clock.set('2026-12-04T23:01:00Z'); // 00:01 on 5 December in Berlin
     const expired = await book(client.token, serviceId, {
       slots: ['2026-12-08T10:00:00'],
       packageId: first.groupId,

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { allProjections } from '../../projections';
 import { createPgDatabase } from '../../src/db/pg';
 import { rebuildReadModels } from '../../src/rebuild/rebuild';
-import { eventually, marketplace } from '../support/marketplace';
+import { eventually } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
 
 /**
  * Availability (6) and the coach profile (13) answer from a per-process cache checked against
@@ -12,16 +13,11 @@ import { startTestSystem, type TestSystem } from '../support/system';
  * next read after the write's reply (or, for changes made by a process manager, on the next read after the
  * read model has it), never a cached answer from before.
  */
-let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
-let m: ReturnType<typeof marketplace>;
-beforeAll(async () => {
-  t = await startTestSystem({ clock: () => now });
-  m = marketplace(t);
-});
-afterAll(() => t.close());
-beforeEach(() => {
-  now = new Date('2026-12-01T08:00:00Z');
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
 });
 
 const DAY = '2026-12-02'; // a Wednesday
@@ -100,7 +96,7 @@ describe('cached availability (6) shows every change on the next read', () => {
     const res = await book(client.token, serviceId, { slots: [at(10, day)] });
     expect(res.status).toBe(200);
     expect(await slotsOf(serviceId, query)).not.toContain(at(10, day));
-    now = new Date('2026-12-05T08:00:00Z'); // past the payment's deadline, before the session
+    clock.set('2026-12-05T08:00:00Z'); // past the payment's deadline, before the session
     expect(await slotsOf(serviceId, query)).not.toContain(at(10, day));
     await t.system.sweepExpiredPayments();
     await holdGone(res.body[0].id);
@@ -175,9 +171,9 @@ describe('cached availability (6) is recomputed when time alone changes it', () 
     // now + 24 h is 09:00 Berlin on the 2nd: every slot of the day can still be booked.
     expect(await slotsOf(serviceId)).toEqual(hours(9, 17));
     expect(await slotsOf(serviceId)).toEqual(hours(9, 17)); // cached
-    now = new Date('2026-12-01T08:00:01Z');
+    clock.set('2026-12-01T08:00:01Z');
     expect(await slotsOf(serviceId)).toEqual(hours(10, 17));
-    now = new Date('2026-12-01T08:00:00Z'); // a clock set back is not served a later answer either
+    clock.set('2026-12-01T08:00:00Z'); // a clock set back is not served a later answer either
     expect(await slotsOf(serviceId)).toEqual(hours(9, 17));
   });
 
@@ -187,17 +183,17 @@ describe('cached availability (6) is recomputed when time alone changes it', () 
     // The window ends at 09:00 Berlin on the 2nd (08:00Z): only that slot.
     expect(await slotsOf(serviceId)).toEqual([at(9)]);
     expect(await slotsOf(serviceId)).toEqual([at(9)]); // cached
-    now = new Date('2026-12-01T09:00:00Z');
+    clock.set('2026-12-01T09:00:00Z');
     expect(await slotsOf(serviceId)).toEqual(hours(9, 11));
   });
 
   it('the default range starts again at local midnight', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
-    now = new Date('2026-12-01T22:30:00Z'); // 23:30 in Berlin
+    clock.set('2026-12-01T22:30:00Z'); // 23:30 in Berlin
     expect((await availability(serviceId, '')).body.fromDate).toBe('2026-12-01');
     expect((await availability(serviceId, '')).body.fromDate).toBe('2026-12-01'); // cached
-    now = new Date('2026-12-01T23:30:00Z'); // 00:30 in Berlin
+    clock.set('2026-12-01T23:30:00Z'); // 00:30 in Berlin
     expect((await availability(serviceId, '')).body.fromDate).toBe('2026-12-02');
   });
 
@@ -211,7 +207,7 @@ describe('cached availability (6) is recomputed when time alone changes it', () 
     const packages = async () => (await availability(serviceId, query, client.token)).body.packages;
     expect(await packages()).toHaveLength(1);
     expect(await packages()).toHaveLength(1); // cached
-    now = new Date('2026-12-03T00:00:00Z'); // the end of the 2nd in Berlin, the package's last day
+    clock.set('2026-12-03T00:00:00Z'); // the end of the 2nd in Berlin, the package's last day
     expect(await packages()).toEqual([]);
   });
 });
@@ -267,7 +263,7 @@ describe('cached coach profile (13) shows every change on the next read', () => 
 
     const session = (await book(client.token, serviceId, { slots: [at(10)] })).body[0];
     expect((await act(coach.token, session.id, 'approve')).status).toBe(200);
-    now = new Date('2026-12-02T10:05:00Z');
+    clock.set('2026-12-02T10:05:00Z');
     expect((await act(coach.token, session.id, 'complete')).status).toBe(200);
     expect((await profile(coach.id)).sessionCount).toBe(1);
     expect((await act(client.token, session.id, 'review', { rating: 4 })).status).toBe(200);
@@ -301,7 +297,7 @@ describe('two instances on one database', () => {
     const db = t.database.url ? createPgDatabase(t.database.url) : t.database.db;
     // The same log too: EventStoreDB (or its double) when the suite runs on it.
     const second = await startTestSystem({
-      clock: () => now,
+      clock: () => clock.now,
       db,
       ...(t.config.eventStoreUrl ? { env: { EVENTSTORE_URL: t.config.eventStoreUrl } } : {}),
     });

@@ -1,18 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { calendarStream } from '../../commands/calendar/events';
-import { bookingTerms, eventually, marketplace } from '../support/marketplace';
-import { startTestSystem, type TestSystem } from '../support/system';
+import { bookingTerms, eventually } from '../support/marketplace';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
 
-let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
-let m: ReturnType<typeof marketplace>;
-beforeAll(async () => {
-  t = await startTestSystem({ clock: () => now });
-  m = marketplace(t);
-});
-afterAll(() => t.close());
-beforeEach(() => {
-  now = new Date('2026-12-01T08:00:00Z');
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
 });
 
 const SLOT = '2026-12-02T10:00:00'; // 09:00-10:00 UTC
@@ -56,7 +52,7 @@ describe('session lifecycle', () => {
       error: 'invalid_transition',
       message: 'the session has not started yet',
     });
-    now = new Date('2026-12-02T10:05:00Z');
+    clock.set('2026-12-02T10:05:00Z');
     expect((await act(coach.token, session.id, 'complete')).body.state).toBe('completed');
     const review = await act(client.token, session.id, 'review', {
       rating: 4,
@@ -88,7 +84,7 @@ describe('session lifecycle', () => {
 
   it('a client cancels only up to sessionCancellationHours before the start; the coach any time before it', async () => {
     const late = await booked();
-    now = new Date('2026-12-01T10:00:00Z'); // 23 hours before the start, inside the 24 h window
+    clock.set('2026-12-01T10:00:00Z'); // 23 hours before the start, inside the 24 h window
     const refused = await act(late.client.token, late.session.id, 'cancel');
     expect(refused.status).toBe(409);
     expect(refused.body.error).toBe('cancellation_window_passed');
@@ -96,7 +92,7 @@ describe('session lifecycle', () => {
     expect(byCoach.body.state).toBe('canceled');
     expect(await freeSlots(late.serviceId)).toContain(SLOT);
 
-    now = new Date('2026-12-01T08:00:00Z');
+    clock.set('2026-12-01T08:00:00Z');
     const early = await booked();
     const ok = await act(early.client.token, early.session.id, 'cancel', {});
     expect(ok.status).toBe(200);
@@ -109,7 +105,7 @@ describe('session lifecycle', () => {
       'invalid_transition',
     );
     await act(coach.token, session.id, 'approve');
-    now = new Date('2026-12-02T10:30:00Z');
+    clock.set('2026-12-02T10:30:00Z');
     await act(coach.token, session.id, 'complete');
     const disputed = await act(client.token, session.id, 'dispute', { reason: 'ended 20 minutes early' });
     expect(disputed.body.state).toBe('disputed');
@@ -194,14 +190,14 @@ describe('bookings follow their payment, and heal after a crash', () => {
 
   it('an unpaid booking past its payment expiry is canceled by the system and its slot comes back', async () => {
     const { client, serviceId, session } = await booked();
-    now = new Date('2026-12-02T08:30:00Z'); // past paymentExpiresAt (one hour before the 09:00 UTC start)
+    clock.set('2026-12-02T08:30:00Z'); // past paymentExpiresAt (one hour before the 09:00 UTC start)
     expect(await t.system.sweepExpiredPayments()).toBeGreaterThanOrEqual(1);
     const s = await eventually(
       () => sessionAs(client.token, session.id),
       (x) => x.state === 'canceled',
     );
     expect(s).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
-    now = new Date('2026-12-01T08:00:00Z');
+    clock.set('2026-12-01T08:00:00Z');
     expect(
       await eventually(
         () => freeSlots(serviceId),
@@ -228,7 +224,7 @@ describe('bookings follow their payment, and heal after a crash', () => {
       reason: 'booking_canceled',
     });
 
-    now = new Date('2026-12-01T08:00:00Z');
+    clock.set('2026-12-01T08:00:00Z');
     const paid = await booked();
     for (const status of ['checkout', 'received'])
       await t.request('POST', `/api/v1/payment/private/payment/${paid.session.paymentId}/update`, {
@@ -374,7 +370,7 @@ describe('bookings follow their payment, and heal after a crash', () => {
             },
           ],
           terms: bookingTerms({ paymentId, paymentExpiresAt: '2026-12-02T08:00:00.000Z' }),
-          reservedAt: now.toISOString(),
+          reservedAt: clock.now.toISOString(),
         },
       },
     ]);
