@@ -1,3 +1,4 @@
+import { PersistentMap, PersistentSet } from '../src/persistentMap';
 import { addressBook } from '../commands/addresses/decider';
 import { booking } from '../commands/booking/decider';
 import type { BookingListed } from '../commands/booking/events';
@@ -56,19 +57,19 @@ export function foldStream(fold: Fold, events: DomainEvent[]): unknown {
 }
 
 /**
- * State as JSON: bigint as a decimal string, Map as an object (string keys) or a list of [key, value],
- * Set as a list, Date as an ISO instant; functions and undefined are dropped as JSON.stringify would.
+ * State as JSON: bigint as a decimal string, Map (and PersistentMap) as an object (string keys) or a list of [key, value],
+ * Set (and PersistentSet) as a list, Date as an ISO instant; functions and undefined are dropped as JSON.stringify would.
  */
 export function toJsonSafe(value: unknown): unknown {
   if (typeof value === 'bigint') return value.toString();
   if (value instanceof Date) return value.toISOString();
-  if (value instanceof Map) {
-    const entries = [...value.entries()];
+  if (value instanceof Map || value instanceof PersistentMap) {
+    const entries = [...value.entries()] as [unknown, unknown][];
     return entries.every(([k]) => typeof k === 'string')
       ? Object.fromEntries(entries.map(([k, v]) => [k, toJsonSafe(v)]))
       : entries.map(([k, v]) => [toJsonSafe(k), toJsonSafe(v)]);
   }
-  if (value instanceof Set) return [...value].map(toJsonSafe);
+  if (value instanceof Set || value instanceof PersistentSet) return [...value].map(toJsonSafe);
   if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : toJsonSafe(v)));
   if (value && typeof value === 'object')
     return Object.fromEntries(

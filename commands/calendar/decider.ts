@@ -4,15 +4,16 @@ import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
 import { zoneOf } from './zones';
+import { PersistentMap } from '../../src/persistentMap';
 import { freeSlots, instantsOf, parseLocal, slotRulesOf, type Reservation } from './slots';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
 export interface Calendar {
   schedule: Schedule | null;
-  /** Active holds by session id. */
-  reservations: Map<string, Reservation & { groupId: string }>;
+  /** Active holds by session id (persistent maps: a booking must not copy the coach's whole calendar). */
+  reservations: PersistentMap<Reservation & { groupId: string }>;
   /** Every booking's package as first booked (by group id): the terms later sessions are booked on. */
-  packages: Map<string, PackageOf>;
+  packages: PersistentMap<PackageOf>;
 }
 
 export interface PackageOf {
@@ -145,17 +146,21 @@ export const MIN_PAYMENT_MINUTES = 15;
 const unavailable = (message: string): DomainError => ({ code: 'slot_unavailable', message });
 
 export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
-  initialState: () => ({ schedule: null, reservations: new Map(), packages: new Map() }),
+  initialState: () => ({
+    schedule: null,
+    reservations: PersistentMap.empty(),
+    packages: PersistentMap.empty(),
+  }),
 
   evolve(state, event) {
     switch (event.type) {
       case 'ScheduleSet':
         return { ...state, schedule: event.data.schedule };
       case 'SlotsReserved': {
-        const reservations = new Map(state.reservations);
+        let reservations = state.reservations;
         const { groupId, serviceId, clientId } = event.data;
         for (const s of event.data.sessions)
-          reservations.set(s.sessionId, {
+          reservations = reservations.set(s.sessionId, {
             sessionId: s.sessionId,
             serviceId,
             clientId,
@@ -165,8 +170,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             travelMinutes: event.data.terms.minutesTravel ?? 0,
           });
         if (state.packages.has(groupId)) return { ...state, reservations };
-        const packages = new Map(state.packages);
-        packages.set(groupId, {
+        const packages = state.packages.set(groupId, {
           clientId,
           serviceId,
           terms: event.data.terms,
@@ -175,8 +179,8 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         return { ...state, reservations, packages };
       }
       case 'SlotsReleased': {
-        const reservations = new Map(state.reservations);
-        for (const id of event.data.sessionIds) reservations.delete(id);
+        let reservations = state.reservations;
+        for (const id of event.data.sessionIds) reservations = reservations.delete(id);
         return { ...state, reservations };
       }
       default:

@@ -1,5 +1,6 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider } from '../../src/decider';
+import { PersistentMap, PersistentSet } from '../../src/persistentMap';
 import type { ChannelType, NotificationEvent, NotificationFields } from './events';
 
 export interface NotificationRecord extends NotificationFields {
@@ -14,10 +15,13 @@ export interface Channel {
   createdAt: string;
 }
 
-/** One user's notifications (by id) and delivery channels. */
+/**
+ * One user's notifications (by id), the causes already notified, and delivery channels. Persistent maps: a
+ * busy coach's inbox grows for years, and a new notification must not copy all the earlier ones.
+ */
 export interface Inbox {
-  notifications: Map<string, NotificationRecord>;
-  causes: Set<string>;
+  notifications: PersistentMap<NotificationRecord>;
+  causes: PersistentSet;
   channels: Channel[];
 }
 
@@ -43,22 +47,27 @@ const notFound = (ids: string[]) =>
 const unique = (ids: string[]) => [...new Set(ids.map((i) => i.toLowerCase()))];
 
 export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
-  initialState: () => ({ notifications: new Map(), causes: new Set(), channels: [] }),
+  initialState: () => ({ notifications: PersistentMap.empty(), causes: PersistentSet.empty(), channels: [] }),
 
   evolve(state, event) {
     switch (event.type) {
-      case 'NotificationCreated': {
-        const notifications = new Map(state.notifications);
-        notifications.set(event.data.notificationId, { ...event.data, unread: true, deliveredAt: null });
-        return { ...state, notifications, causes: new Set(state.causes).add(event.data.causationEventId) };
-      }
+      case 'NotificationCreated':
+        return {
+          ...state,
+          notifications: state.notifications.set(event.data.notificationId, {
+            ...event.data,
+            unread: true,
+            deliveredAt: null,
+          }),
+          causes: state.causes.add(event.data.causationEventId),
+        };
       case 'NotificationsRead':
       case 'NotificationsDelivered': {
-        const notifications = new Map(state.notifications);
+        let notifications = state.notifications;
         for (const id of event.data.notificationIds) {
           const n = notifications.get(id);
           if (!n) continue;
-          notifications.set(
+          notifications = notifications.set(
             id,
             event.type === 'NotificationsRead'
               ? { ...n, unread: false }
