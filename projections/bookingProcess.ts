@@ -46,6 +46,16 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
       const now = clock().toISOString();
       const event = { type: recorded.type, data: recorded.data } as
         SlotsReserved | SessionDeclined | SessionCanceled | PaymentStatusChanged;
+      /** A booking with no session left keeps no money: its payment is canceled, or refunded if paid. */
+      const settleCanceled = (paymentId: string) =>
+        handleCommand(
+          store,
+          paymentStream(paymentId),
+          paymentDecider,
+          { type: 'SettleCanceledBooking', paymentId, now },
+          metadata,
+          50,
+        );
       switch (event.type) {
         case 'SlotsReserved':
           // Sessions and payment written in the hold's own transaction: nothing to complete or read.
@@ -78,15 +88,7 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
           // The last session of a booking gone: its payment must not be kept (canceled, or refunded).
           const settled = await bookingOf(groupId);
           const paymentId = settled.paymentId;
-          if (paymentId && !anySessionLeft(settled))
-            await handleCommand(
-              store,
-              paymentStream(paymentId),
-              paymentDecider,
-              { type: 'SettleCanceledBooking', paymentId, now },
-              metadata,
-              50,
-            );
+          if (paymentId && !anySessionLeft(settled)) await settleCanceled(paymentId);
           return;
         }
         case 'PaymentStatusChanged': {
@@ -95,15 +97,7 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
           // the money goes back.
           if (to === 'received') {
             const paid = await bookingOf(groupId);
-            if (paid.groupId && !anySessionLeft(paid))
-              await handleCommand(
-                store,
-                paymentStream(paymentId),
-                paymentDecider,
-                { type: 'SettleCanceledBooking', paymentId, now },
-                metadata,
-                50,
-              );
+            if (paid.groupId && !anySessionLeft(paid)) await settleCanceled(paymentId);
             return;
           }
           // Canceled, or deleted while unpaid: the booking's open sessions go and give their slots back.
