@@ -77,40 +77,41 @@ function ms(f: () => unknown): number {
   return performance.now() - t0;
 }
 
+/** The row of one fold: cold over `n` events, one more event, and the copying peer up to 5,000 events. */
+function foldRow<E, S, P>(
+  figure: string,
+  n: number,
+  event: (i: number) => E,
+  fold: { initialState: () => S; evolve: (s: S, e: E) => S },
+  peer: { initial: () => P; evolve: (s: P, e: E) => P },
+): Row {
+  const events = Array.from({ length: n }, (_, i) => event(i));
+  let folded = fold.initialState();
+  const ours = ms(() => (folded = events.reduce(fold.evolve, fold.initialState())));
+  const more = ms(() => fold.evolve(folded, event(n)));
+  const theirs = n <= 5_000 ? ms(() => events.reduce(peer.evolve, peer.initial())) : NaN;
+  return {
+    figure,
+    project: `${ours.toFixed(0)} ms; ${(more * 1000).toFixed(0)} µs`,
+    peer: Number.isNaN(theirs) ? 'copied maps: not run (quadratic)' : `copied maps ${theirs.toFixed(0)} ms`,
+    ...(Number.isNaN(theirs) ? {} : { ratio: theirs / ours }),
+  };
+}
+
 function main() {
   console.log(`Fold benchmark: ${machine()}`);
   const rows: Row[] = [];
   for (const n of SIZES) {
-    const notices = Array.from({ length: n }, (_, i) => notification(i));
-    let folded = inbox.initialState();
-    const ours = ms(() => (folded = notices.reduce(inbox.evolve, inbox.initialState())));
-    const more = ms(() => inbox.evolve(folded, notification(n)));
-    const peer =
-      n <= 5_000
-        ? ms(() => notices.reduce(copyingInbox, { notifications: new Map(), causes: new Set<string>() }))
-        : NaN;
-    rows.push({
-      figure: `inbox of ${n} notifications: cold fold; one more notification`,
-      project: `${ours.toFixed(0)} ms; ${(more * 1000).toFixed(0)} µs`,
-      peer: Number.isNaN(peer) ? 'copied maps: not run (quadratic)' : `copied maps ${peer.toFixed(0)} ms`,
-      ...(Number.isNaN(peer) ? {} : { ratio: peer / ours }),
-    });
-    const holds = Array.from({ length: n }, (_, i) => hold(i));
-    let cal = calendar.initialState();
-    const oursCal = ms(() => (cal = holds.reduce(calendar.evolve, calendar.initialState())));
-    const moreCal = ms(() => calendar.evolve(cal, hold(n)));
-    const peerCal =
-      n <= 5_000
-        ? ms(() => holds.reduce(copyingCalendar, { reservations: new Map(), packages: new Map() }))
-        : NaN;
-    rows.push({
-      figure: `calendar of ${n} holds: cold fold; one more hold`,
-      project: `${oursCal.toFixed(0)} ms; ${(moreCal * 1000).toFixed(0)} µs`,
-      peer: Number.isNaN(peerCal)
-        ? 'copied maps: not run (quadratic)'
-        : `copied maps ${peerCal.toFixed(0)} ms`,
-      ...(Number.isNaN(peerCal) ? {} : { ratio: peerCal / oursCal }),
-    });
+    rows.push(
+      foldRow(`inbox of ${n} notifications: cold fold; one more notification`, n, notification, inbox, {
+        initial: () => ({ notifications: new Map<string, unknown>(), causes: new Set<string>() }),
+        evolve: copyingInbox,
+      }),
+      foldRow(`calendar of ${n} holds: cold fold; one more hold`, n, hold, calendar, {
+        initial: () => ({ reservations: new Map<string, unknown>(), packages: new Map<string, unknown>() }),
+        evolve: copyingCalendar,
+      }),
+    );
   }
   printTable('Folds (in memory; ratio: how many times faster than copying the maps per event)', rows);
 }
