@@ -7,6 +7,14 @@ import { inbox, type NotificationCommand } from '../../commands/notifications/de
 import type { NotificationEvent, NotificationFields } from '../../commands/notifications/events';
 import { sessionNotices, uuidFrom } from '../../commands/notifications/sessionNotices';
 import { fold } from '../../src/decider';
+import { emailProcess } from '../../projections/emailProcess';
+import { notificationProcess } from '../../projections/notificationProcess';
+import type { Projection } from '../../projections/runner';
+import { webhookProcess } from '../../projections/webhookProcess';
+import type { Database } from '../../src/db/database';
+import type { EventStore } from '../../src/eventstore/types';
+import { createLogger } from '../../src/log';
+import type { Mailer } from '../../src/mail/mailer';
 
 const userId = randomUUID();
 const NOW = '2026-12-01T08:00:00.000Z';
@@ -167,5 +175,48 @@ describe('who hears of a session event', () => {
     expect(uuidFrom('a', 'b')).toBe(uuidFrom('a', 'b'));
     expect(uuidFrom('a', 'b')).not.toBe(uuidFrom('a', 'c'));
     expect(uuidFrom('a')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
+describe('what orders the reactions of the notice, e-mail and webhook processes (orderedBy)', () => {
+  const recorded = (type: string, data: Record<string, unknown>) =>
+    ({ type, data, id: randomUUID() }) as unknown as Parameters<NonNullable<Projection['orderedBy']>>[0];
+  const processes = [
+    notificationProcess({} as EventStore),
+    emailProcess({
+      store: {} as EventStore,
+      mailer: {} as Mailer,
+      log: createLogger({}),
+      clock: () => new Date(),
+      mailLeaseMs: 1,
+    }),
+  ];
+
+  it.each(processes.map((p) => [p.name, p] as const))(
+    '%s: a booking and its later events share a key; two bookings of one coach or one client share one; others none',
+    (_, p) => {
+      const keys = (type: string, data: Record<string, unknown>) =>
+        new Set(p.orderedBy!(recorded(type, data)));
+      const shares = (a: Set<string>, b: Set<string>) => [...a].some((k) => b.has(k));
+      const booked = keys('SessionsBooked', { groupId: 'g1', clientId: 'c1', coachId: 'k1' });
+      const canceled = keys('SessionCanceled', { groupId: 'g1', sessionId: 's1' });
+      const sameCoach = keys('SessionsBooked', { groupId: 'g2', clientId: 'c2', coachId: 'k1' });
+      const sameClient = keys('SessionsBooked', { groupId: 'g3', clientId: 'c1', coachId: 'k3' });
+      const unrelated = keys('SessionsBooked', { groupId: 'g4', clientId: 'c4', coachId: 'k4' });
+      expect([shares(booked, canceled), shares(booked, sameCoach), shares(booked, sameClient)]).toEqual([
+        true,
+        true,
+        true,
+      ]);
+      expect(shares(booked, unrelated)).toBe(false);
+    },
+  );
+
+  it('the e-mail process keys a requested e-mail by its user; the webhook process a notification by its user', () => {
+    const mail = processes[1]!.orderedBy!(recorded('EmailRequested', { userId: 'u1', to: 'a@b.c' }));
+    const hook = webhookProcess({ store: {} as EventStore, db: {} as Database }).orderedBy!(
+      recorded('NotificationCreated', { userId: 'u1', notificationId: 'n1' }),
+    );
+    expect([mail, hook]).toEqual([['u1'], ['u1']]);
   });
 });
