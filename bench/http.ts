@@ -53,7 +53,11 @@ async function start(script: string, env: Record<string, string | undefined>): P
   const child = fork(path.join(__dirname, 'servers', script), {
     env: { LOG_LEVEL: 'error', ...process.env, ...env, JWT_SECRET: SECRET },
     // BENCH_PROF=dir writes a CPU profile of each server there (open it in Chrome's DevTools).
-    execArgv: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
+    // BENCH_NODE_ARGS: Node/V8 flags for both servers (e.g. heap settings), to compare their effect.
+    execArgv: [
+      ...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []),
+      ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ],
   });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m: { port: number }) => resolve(m.port));
@@ -312,12 +316,25 @@ async function lagUnderLoad(service: Server, m: Marketplace, slots: { k: number 
   const achieved = jobs.length / ((performance.now() - t0) / 1000); // the rate requests went out at
   const answers = await Promise.all(pending);
   await new Promise((r) => setTimeout(r, 500)); // the last lags land
-  const { lags, rss, heapUsed, heapTotal } = await service.ask<{
+  const { lags, rss, heapUsed, heapTotal, external, spaces, loop, gc } = await service.ask<{
     lags: number[];
     rss: number;
     heapUsed: number;
     heapTotal: number;
+    external: number;
+    spaces: Record<string, number>;
+    loop: { p99: number; max: number };
+    gc: { count: number; total: number; max: number };
   }>('lag');
+  // What the lag's tail and the RSS are made of.
+  console.log(
+    `lag phase: lags p90 ${percentile(lags, 0.9).toFixed(1)} p95 ${percentile(lags, 0.95).toFixed(1)} max ${Math.max(...lags).toFixed(1)} ms; ` +
+      `event loop delay p99 ${loop.p99.toFixed(1)} max ${loop.max.toFixed(1)} ms; ` +
+      `GC ${gc.count} pauses, ${gc.total.toFixed(0)} ms in all, longest ${gc.max.toFixed(1)} ms`,
+  );
+  console.log(
+    `memory: external ${(external / 2 ** 20).toFixed(0)} MB; heap spaces (MB) ${JSON.stringify(spaces)}`,
+  );
   return {
     achieved,
     accepted: answers.filter((a) => a.status === 200).length,

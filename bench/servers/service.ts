@@ -5,7 +5,11 @@
  * Talks to the benchmark over IPC: sends {port} once listening; answers 'lag' with the lags since the
  * last 'lag' and its RSS.
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
+import v8 from 'node:v8';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config';
 import { createSqlEventStore } from '../../src/eventstore/sql';
@@ -65,6 +69,23 @@ async function main() {
   const server = http.createServer(system.app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  // Since the last 'lag': the event loop's delays and the GC pauses (what a lag's tail waits behind).
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
+  let gcPauses: number[] = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcPauses.push(e.duration);
+  }).observe({ entryTypes: ['gc'] });
+  // BENCH_ALLOC=file: a sampling profile of everything allocated (collected or not) until 'stop'.
+  let allocSession = process.env.BENCH_ALLOC ? new inspector.Session() : null;
+  if (allocSession) {
+    allocSession.connect();
+    allocSession.post('HeapProfiler.startSampling', {
+      samplingInterval: 16384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    } as object);
+  }
   process.on('message', (msg: { cmd: string }) => {
     if (msg.cmd === 'queries') {
       process.send!({ queries: Object.fromEntries(queryCounts) });
@@ -88,7 +109,40 @@ async function main() {
       });
     } else if (msg.cmd === 'lag') {
       const m = process.memoryUsage();
-      process.send!({ lags: lags.splice(0), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal });
+      // With --expose-gc (BENCH_NODE_ARGS): what the heap holds once its garbage is collected.
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (gc) {
+        gc();
+        console.log(`after a full GC: heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MB`);
+      }
+      const spaces = Object.fromEntries(
+        v8.getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 2 ** 20)]),
+      );
+      process.send!({
+        lags: lags.splice(0),
+        rss: m.rss,
+        heapUsed: m.heapUsed,
+        heapTotal: m.heapTotal,
+        external: m.external,
+        spaces,
+        loop: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
+        gc: {
+          count: gcPauses.length,
+          total: gcPauses.reduce((a, b) => a + b, 0),
+          max: Math.max(0, ...gcPauses),
+        },
+      });
+      loopDelay.reset();
+      gcPauses = [];
+    } else if (msg.cmd === 'stop' && allocSession) {
+      const session = allocSession;
+      allocSession = null;
+      session.post('HeapProfiler.stopSampling', (err, res) => {
+        if (!err) fs.writeFileSync(process.env.BENCH_ALLOC!, JSON.stringify(res.profile));
+        session.disconnect();
+        process.emit('message', { cmd: 'stop' }, undefined);
+      });
+      return;
     } else if (msg.cmd === 'stop') {
       server.close();
       void system
