@@ -126,17 +126,23 @@ function deleteIn<V>(item: Item<V>, hash: number, key: string, shift: number): I
   }
 }
 
-function* leavesOf<V>(item: Item<V>): Generator<Leaf<V>> {
+/**
+ * Every leaf under an item, pushed onto `out`. A plain recursion into one array: nested generators
+ * (`yield*` per level) allocated a result object per leaf and level, and iterating a coach's calendar on
+ * every booking made them a visible share of a booking's garbage.
+ */
+function leavesOf<V>(item: Item<V>, out: Leaf<V>[]): Leaf<V>[] {
   switch (item.kind) {
     case 'leaf':
-      yield item;
-      return;
+      out.push(item);
+      break;
     case 'collision':
-      yield* item.leaves;
-      return;
+      for (const l of item.leaves) out.push(l);
+      break;
     case 'branch':
-      for (const child of item.items) yield* leavesOf(child);
+      for (const child of item.items) leavesOf(child, out);
   }
+  return out;
 }
 
 export class PersistentMap<V> implements Iterable<[string, V]> {
@@ -180,17 +186,18 @@ export class PersistentMap<V> implements Iterable<[string, V]> {
       : new PersistentMap((root ?? EMPTY) as Branch<V>, this.size - 1, this.hash);
   }
 
-  *entries(): IterableIterator<[string, V]> {
-    for (const l of leavesOf(this.root)) yield [l.key, l.value];
+  /** The entries, keys and values as arrays (the map is immutable: a snapshot is the map). */
+  entries(): [string, V][] {
+    return leavesOf(this.root, []).map((l) => [l.key, l.value]);
   }
-  *keys(): IterableIterator<string> {
-    for (const l of leavesOf(this.root)) yield l.key;
+  keys(): string[] {
+    return leavesOf(this.root, []).map((l) => l.key);
   }
-  *values(): IterableIterator<V> {
-    for (const l of leavesOf(this.root)) yield l.value;
+  values(): V[] {
+    return leavesOf(this.root, []).map((l) => l.value);
   }
   [Symbol.iterator](): IterableIterator<[string, V]> {
-    return this.entries();
+    return this.entries()[Symbol.iterator]();
   }
 
   /** As a native Map serializes in audit answers: an object of its entries. */
@@ -240,7 +247,7 @@ export class PersistentSet implements Iterable<string> {
     return map === this.map ? this : new PersistentSet(map);
   }
   [Symbol.iterator](): IterableIterator<string> {
-    return this.map.keys();
+    return this.map.keys()[Symbol.iterator]();
   }
   toJSON(): string[] {
     return [...this];

@@ -210,7 +210,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           if (refusedPackage) return left(refusedPackage);
         }
         const now = new Date(command.now);
-        const active = [...state.reservations.values()];
+        const active = state.reservations.values();
         const held: HeldSlot[] = [];
         for (const [i, slot] of command.slots.entries()) {
           const start = parseLocal(slot, schedule.timezone);
@@ -218,10 +218,17 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           const date = start.toISODate()!;
           // Earlier slots of this same request count as taken, so a package cannot overlap itself.
           const travel = command.order.minutesTravel ?? 0;
-          const taken = [
-            ...active,
-            ...held.map((h) => ({ ...h, serviceId: '', clientId: command.clientId, travelMinutes: travel })),
-          ];
+          const taken = held.length
+            ? [
+                ...active,
+                ...held.map((h) => ({
+                  ...h,
+                  serviceId: '',
+                  clientId: command.clientId,
+                  travelMinutes: travel,
+                })),
+              ]
+            : active;
           // Only the asked slot is checked (by the same rules that list free slots).
           const free = freeSlots(schedule, taken, rules, date, date, now, travel, slot.slice(0, 16))[0];
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));

@@ -134,7 +134,7 @@ function startsIn(interval: Interval, rules: SlotRules, weekday: number): number
  */
 export function freeSlots(
   schedule: Schedule,
-  reservations: Reservation[],
+  reservations: Iterable<Reservation>,
   rules: SlotRules,
   fromDate: string,
   toDate: string,
@@ -166,7 +166,7 @@ export function instantsOf(r: { startsAt: string; endsAt: string }): { s: number
  */
 export function freeSlotsUntil(
   schedule: Schedule,
-  reservations: Reservation[],
+  reservations: Iterable<Reservation>,
   rules: SlotRules,
   fromDate: string,
   toDate: string,
@@ -187,13 +187,19 @@ export function freeSlotsUntil(
   // days' span, widened by a day each side for zone offsets and by this booking's own travel.
   const spanStart = DateTime.fromISO(fromDate, { zone: zoneOf(zone) }).toMillis() - 86_400_000 - ownTravel;
   const spanEnd = last.toMillis() + 2 * 86_400_000 + ownTravel;
-  const busy = [];
+  // What the slot loop needs of each (a copy of the whole reservation per booking was most of its garbage).
+  const busy: { serviceId: string; s: number; e: number; bs: number; be: number }[] = [];
   for (const r of reservations) {
     const { s, e } = instantsOf(r);
     const travel = (r.travelMinutes ?? 0) * 60_000;
     if (e + travel <= spanStart || s - travel >= spanEnd) continue;
-    busy.push({ ...r, s, e, bs: s - travel, be: e + travel });
+    busy.push({ serviceId: r.serviceId, s, e, bs: s - travel, be: e + travel });
   }
+  // A booking's check (`only`): its date and minute of the day, so other slots are skipped unlabelled.
+  const onlyParts = only === undefined ? null : /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)$/.exec(only);
+  if (only !== undefined && !onlyParts) return { slots: out, until };
+  const onlyDate = onlyParts?.[1];
+  const onlyMinute = onlyParts ? Number(onlyParts[2]) * 60 + Number(onlyParts[3]) : -1;
   const capacity = rules.groupSession ? rules.maxGroupSize : 1;
   for (
     let day = DateTime.fromISO(fromDate, { zone: zoneOf(zone) });
@@ -201,6 +207,7 @@ export function freeSlotsUntil(
     day = day.plus({ days: 1 })
   ) {
     const date = day.toISODate()!;
+    if (onlyDate !== undefined && date !== onlyDate) continue;
     // Zone arithmetic is the costly part. On a day whose offset is the same at both midnights (every day
     // but the two DST change days) a wall time is plain arithmetic; only change days ask luxon per slot.
     const next = day.plus({ days: 1 });
@@ -208,8 +215,8 @@ export function freeSlotsUntil(
     const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
     for (const interval of hoursOn(schedule, day)) {
       for (const m of startsIn(interval, rules, day.weekday)) {
+        if (onlyParts && m !== onlyMinute) continue;
         const label = `${date}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
-        if (only !== undefined && label.slice(0, 16) !== only) continue;
         let s: number;
         if (steadyOffset !== null) s = midnightUtc + (m - steadyOffset) * 60_000;
         else {

@@ -1,4 +1,3 @@
-import { escapeLiteral } from 'pg';
 import { prepareValue } from 'pg/lib/utils';
 import type { Queryable, QueryResult } from '../db/database';
 
@@ -164,5 +163,16 @@ function literal(value: unknown): string {
   const text = prepareValue(value);
   if (text === null) return 'NULL';
   if (Buffer.isBuffer(text)) return `'\\x${text.toString('hex')}'::bytea`;
-  return escapeLiteral(text);
+  return quoteLiteral(text);
+}
+
+/**
+ * pg's `escapeLiteral`, the very same text, without its character-by-character concatenation: that built a
+ * new string per character of every parameter (JSON documents included) and was most of a batched page's
+ * garbage. Quotes doubled; with a backslash, the ` E'…'` form with backslashes doubled, as pg writes it.
+ */
+export function quoteLiteral(text: string): string {
+  const quotes = text.includes("'") ? text.replace(/'/g, "''") : text;
+  if (!text.includes('\\')) return `'${quotes}'`;
+  return ` E'${quotes.replace(/\\/g, '\\\\')}'`;
 }

@@ -1,4 +1,5 @@
-import { mergeableInsert, recordingQueryable } from '../../src/db/recordedBatch';
+import { escapeLiteral } from 'pg';
+import { mergeableInsert, quoteLiteral, recordingQueryable } from '../../src/db/recordedBatch';
 
 describe('recorded batches (src/db/recordedBatch.ts)', () => {
   it('merges only plain INSERTs whose values cannot read anything', () => {
@@ -20,6 +21,21 @@ describe('recorded batches (src/db/recordedBatch.ts)', () => {
       'UPDATE t SET a = $1 WHERE b = $2',
     ])
       expect([sql, mergeableInsert(sql)]).toEqual([sql, null]);
+  });
+
+  it("quotes a parameter exactly as pg's escapeLiteral does", () => {
+    const alphabet = ["'", '\\', 'a', 'é', '😀', '"', '\n', ' ', 'E', '\u0001'];
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    const cases = ['', "'", '\\', "''\\\\'", '{"k":"it\'s \\"quoted\\""}', 'plain'];
+    for (let i = 0; i < 2_000; i++)
+      cases.push(
+        Array.from(
+          { length: Math.floor(random() * 12) },
+          () => alphabet[Math.floor(random() * alphabet.length)],
+        ).join(''),
+      );
+    for (const text of cases) expect([text, quoteLiteral(text)]).toEqual([text, escapeLiteral(text)]);
   });
 
   it('writes a run of the same INSERT as one multi-row INSERT, in order, and the rest as EXECUTEs', async () => {

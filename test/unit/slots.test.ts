@@ -272,5 +272,17 @@ describe('freeSlots for one asked slot (a booking checks only the slot it asks f
         }
       }
     expect(checked).toBe(4 * 3 * 96);
+    // Labels that name no minute of the day, or another day, match no slot (08:60 is not 09:00).
+    const monday = '2027-03-29';
+    const now = new Date('2027-03-28T12:00:00Z');
+    expect(freeSlots(schedule, [], rules(), monday, monday, now, 0, `${monday}T09:00`)).toHaveLength(1);
+    for (const label of [
+      `${monday}T08:60`,
+      `${monday}T9:00`,
+      `${monday}T24:00`,
+      `${monday}T09:00:00`,
+      '2027-03-30T09:00',
+    ])
+      expect([label, freeSlots(schedule, [], rules(), monday, monday, now, 0, label)]).toEqual([label, []]);
   });
 });
