@@ -4,8 +4,12 @@
  * the folded state (every new notification or booking). The peer is the same fold with the native Map and
  * Set copied on every event, as the deciders did before their persistent maps (src/persistentMap.ts); it
  * runs up to 5,000 events only (quadratic: 20,000 took 43 s for an inbox and 74 s for a calendar here).
+ * Also a booking's slot check on such a calendar, against the holds of the days around the slot (as the
+ * decider does), beside the same check against every hold (as it did before it indexed its holds by day).
  */
-import { calendar } from '../commands/calendar/decider';
+import { calendar, type Calendar, type CalendarCommand } from '../commands/calendar/decider';
+import { holdsAround } from '../commands/calendar/holdsByDay';
+import { freeSlots, slotRulesOf } from '../commands/calendar/slots';
 import type { CalendarEvent } from '../commands/calendar/events';
 import { inbox } from '../commands/notifications/decider';
 import type { NotificationEvent } from '../commands/notifications/events';
@@ -98,6 +102,85 @@ function foldRow<E, S, P>(
   };
 }
 
+const hours = [{ start: '00:00', end: '24:00' }];
+const allDay = Object.fromEntries(
+  ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [d, hours]),
+);
+const service = {
+  id: 'svc',
+  coachId: 'coach',
+  status: 'approved' as const,
+  createdAt: '2025-01-01T00:00:00.000Z',
+  name: 'Tennis basics',
+  description: '',
+  promo: false,
+  price: 40,
+  priceCurrency: 'EUR',
+  serviceOtherType: '',
+  sessionMinutesDuration: 10,
+  sessionCancellationHours: 24,
+  serviceTypes: [],
+  numberOfSessions: 1,
+  expiresInDays: 3,
+  groupSession: false,
+  maxGroupSize: 1,
+  slots: [] as string[],
+  minimumNoticeHours: 0,
+  bookingWindowDays: 3650,
+};
+
+/**
+ * A booking's slot check (the ten minutes after the middle hold, free) on a calendar of `n` holds an hour
+ * apart, median of 200, and the decider's answer on it (must hold the slot); the peer checks the same slot
+ * against every hold.
+ */
+function decisionRow(n: number): Row {
+  const state: Calendar = [
+    {
+      type: 'ScheduleSet',
+      data: { coachId: 'coach', schedule: { timezone: 'UTC', weekly: allDay, overrides: {} }, setAt: '' },
+    } as CalendarEvent,
+    ...Array.from({ length: n }, (_, i) => hold(i)),
+  ].reduce(calendar.evolve, calendar.initialState());
+  const start = new Date(Date.UTC(2026, 0, 1) + Math.floor(n / 2) * 3_600_000 + 3_000_000);
+  const slot = start.toISOString().slice(0, 16);
+  const command = {
+    type: 'ReserveSlots',
+    service,
+    groupId: 'new',
+    clientId: 'someone',
+    slots: [slot],
+    sessionIds: ['new-session'],
+    order: { paymentId: 'p', method: 'card', minutesTravel: 0 },
+    paymentWindowHours: 24,
+    now: '2025-12-01T00:00:00.000Z',
+  } as unknown as CalendarCommand;
+  const median = (f: () => unknown) => {
+    const times = Array.from({ length: 200 }, () => ms(f)).sort((a, b) => a - b);
+    return times[100]!;
+  };
+  const all = state.reservations.values();
+  const rules = slotRulesOf(service);
+  const date = slot.slice(0, 10);
+  const now = new Date(command.now);
+  const theirs = median(() => freeSlots(state.schedule!, all, rules, date, date, now, 0, slot));
+  // The decider's own check: the holds of the days around the slot (its margin), then the same arithmetic.
+  const margin = 3 * 86_400_000;
+  const ours = median(() => {
+    const around = holdsAround(state.reservations, state.holdsByDay, +start - margin, +start + margin);
+    if (!freeSlots(state.schedule!, around, rules, date, date, now, 0, slot).length)
+      throw new Error("the bench's slot is not free");
+  });
+  const decision = calendar.decide(command, state);
+  if (decision._tag !== 'Right') throw new Error(`refused: ${JSON.stringify(decision.left)}`);
+  return {
+    figure: `a booking's slot check on a calendar of ${n} holds (holds of the days around it)`,
+    project: `${(ours * 1000).toFixed(0)} µs`,
+    peer: `every hold checked ${(theirs * 1000).toFixed(0)} µs`,
+    ratio: theirs / ours,
+  };
+}
+
 function main() {
   console.log(`Fold benchmark: ${machine()}`);
   const rows: Row[] = [];
@@ -111,6 +194,7 @@ function main() {
         initial: () => ({ reservations: new Map<string, unknown>(), packages: new Map<string, unknown>() }),
         evolve: copyingCalendar,
       }),
+      decisionRow(n),
     );
   }
   printTable('Folds (in memory; ratio: how many times faster than copying the maps per event)', rows);

@@ -6,12 +6,15 @@ import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
 import { zoneOf } from './zones';
 import { PersistentMap } from '../../src/persistentMap';
 import { freeSlots, instantsOf, parseLocal, slotRulesOf, type Reservation } from './slots';
+import { holdsAround, indexHold, unindexHold, type HoldsByDay } from './holdsByDay';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
 export interface Calendar {
   schedule: Schedule | null;
   /** Active holds by session id (persistent maps: a booking must not copy the coach's whole calendar). */
   reservations: PersistentMap<Reservation & { groupId: string }>;
+  /** The same holds' session ids by the UTC dates their busy time touches (see holdsByDay.ts). */
+  holdsByDay: HoldsByDay;
   /** Every booking's package as first booked (by group id): the terms later sessions are booked on. */
   packages: PersistentMap<PackageOf>;
 }
@@ -149,6 +152,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
   initialState: () => ({
     schedule: null,
     reservations: PersistentMap.empty(),
+    holdsByDay: PersistentMap.empty(),
     packages: PersistentMap.empty(),
   }),
 
@@ -157,10 +161,10 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
       case 'ScheduleSet':
         return { ...state, schedule: event.data.schedule };
       case 'SlotsReserved': {
-        let reservations = state.reservations;
+        let { reservations, holdsByDay } = state;
         const { groupId, serviceId, clientId } = event.data;
-        for (const s of event.data.sessions)
-          reservations = reservations.set(s.sessionId, {
+        for (const s of event.data.sessions) {
+          const hold = {
             sessionId: s.sessionId,
             serviceId,
             clientId,
@@ -168,20 +172,30 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             startsAt: s.startsAt,
             endsAt: s.endsAt,
             travelMinutes: event.data.terms.minutesTravel ?? 0,
-          });
-        if (state.packages.has(groupId)) return { ...state, reservations };
+          };
+          const before = reservations.get(s.sessionId);
+          if (before) holdsByDay = unindexHold(holdsByDay, before);
+          reservations = reservations.set(s.sessionId, hold);
+          holdsByDay = indexHold(holdsByDay, hold);
+        }
+        if (state.packages.has(groupId)) return { ...state, reservations, holdsByDay };
         const packages = state.packages.set(groupId, {
           clientId,
           serviceId,
           terms: event.data.terms,
           bookedAt: event.data.packageTopUp?.bookedAt ?? event.data.reservedAt,
         });
-        return { ...state, reservations, packages };
+        return { ...state, reservations, holdsByDay, packages };
       }
       case 'SlotsReleased': {
-        let reservations = state.reservations;
-        for (const id of event.data.sessionIds) reservations = reservations.delete(id);
-        return { ...state, reservations };
+        let { reservations, holdsByDay } = state;
+        for (const id of event.data.sessionIds) {
+          const hold = reservations.get(id);
+          if (!hold) continue;
+          reservations = reservations.delete(id);
+          holdsByDay = unindexHold(holdsByDay, hold);
+        }
+        return { ...state, reservations, holdsByDay };
       }
       default:
         return assertNever(event);
@@ -210,7 +224,6 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           if (refusedPackage) return left(refusedPackage);
         }
         const now = new Date(command.now);
-        const active = state.reservations.values();
         const held: HeldSlot[] = [];
         for (const [i, slot] of command.slots.entries()) {
           const start = parseLocal(slot, schedule.timezone);
@@ -218,6 +231,16 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           const date = start.toISODate()!;
           // Earlier slots of this same request count as taken, so a package cannot overlap itself.
           const travel = command.order.minutesTravel ?? 0;
+          // The holds of the days around the slot: a superset of what the check below can compare (the
+          // slot's local day, a day either side for zone offsets, and this booking's travel), never the
+          // whole calendar.
+          const margin = 3 * 86_400_000 + travel * 60_000;
+          const active = holdsAround(
+            state.reservations,
+            state.holdsByDay,
+            start.toMillis() - margin,
+            start.toMillis() + margin,
+          );
           const taken = held.length
             ? [
                 ...active,
