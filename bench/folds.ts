@@ -13,6 +13,7 @@ import { freeSlots, slotRulesOf } from '../commands/calendar/slots';
 import type { CalendarEvent } from '../commands/calendar/events';
 import { inbox } from '../commands/notifications/decider';
 import type { NotificationEvent } from '../commands/notifications/events';
+import { bookableService, slotRules } from '../test/support/marketplace';
 import { machine, printTable, type Row } from './support';
 
 const SIZES = (process.env.BENCH_FOLD_SIZES ?? '1000,5000,20000').split(',').map(Number);
@@ -106,28 +107,11 @@ const hours = [{ start: '00:00', end: '24:00' }];
 const allDay = Object.fromEntries(
   ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [d, hours]),
 );
-const service = {
-  id: 'svc',
-  coachId: 'coach',
-  status: 'approved' as const,
-  createdAt: '2025-01-01T00:00:00.000Z',
-  name: 'Tennis basics',
-  description: '',
-  promo: false,
-  price: 40,
-  priceCurrency: 'EUR',
-  serviceOtherType: '',
-  sessionMinutesDuration: 10,
-  sessionCancellationHours: 24,
-  serviceTypes: [],
-  numberOfSessions: 1,
-  expiresInDays: 3,
-  groupSession: false,
-  maxGroupSize: 1,
-  slots: [] as string[],
-  minimumNoticeHours: 0,
-  bookingWindowDays: 3650,
-};
+/** A 10-minute service: a slot fits between two holds of the calendar below (50 minutes each, an hour apart). */
+const service = bookableService(
+  slotRules({ serviceId: 'svc', minutesDuration: 10, bookingWindowDays: 3650 }),
+  'coach',
+);
 
 /**
  * A booking's slot check (the ten minutes after the middle hold, free) on a calendar of `n` holds an hour

@@ -1,4 +1,6 @@
+import type { BookableService, ClientOrder } from '../../commands/calendar/decider';
 import type { BookingTerms } from '../../commands/calendar/events';
+import type { SlotRules } from '../../commands/calendar/slots';
 import { randomUUID } from 'node:crypto';
 import type { TestSystem } from './system';
 
@@ -121,6 +123,59 @@ export function bookingTerms(over: Partial<BookingTerms> = {}): BookingTerms {
     orderDescription: '',
     paymentExpiresAt: '2030-01-02T08:00:00.000Z',
     ...over,
+  };
+}
+
+/** Slot rules of a 60-minute service with one seat, no notice and a year's booking window. */
+export const slotRules = (over: Partial<SlotRules> = {}): SlotRules => ({
+  serviceId: 'tennis',
+  minutesDuration: 60,
+  groupSession: false,
+  maxGroupSize: 1,
+  minimumNoticeHours: 0,
+  bookingWindowDays: 365,
+  startTimes: null,
+  ...over,
+});
+
+/** An approved service with these slot rules, as the calendar decider gets it from the service's stream. */
+export function bookableService(rules: SlotRules, coachId: string, numberOfSessions = 1): BookableService {
+  return {
+    id: rules.serviceId,
+    coachId,
+    status: 'approved',
+    createdAt: '2026-11-01T00:00:00.000Z',
+    name: 'Tennis basics',
+    description: '',
+    promo: false,
+    price: 40,
+    priceCurrency: 'EUR',
+    serviceOtherType: '',
+    sessionMinutesDuration: rules.minutesDuration,
+    sessionCancellationHours: 24,
+    serviceTypes: [],
+    numberOfSessions,
+    expiresInDays: 3,
+    groupSession: rules.groupSession,
+    maxGroupSize: rules.maxGroupSize,
+    slots: [],
+    minimumNoticeHours: rules.minimumNoticeHours,
+    bookingWindowDays: rules.bookingWindowDays,
+  };
+}
+
+/** The client's part of a booking (payment, place, notes) from a booking's terms. */
+export function clientOrderOf(terms: Omit<BookingTerms, 'paymentExpiresAt'>): ClientOrder {
+  return {
+    paymentId: terms.paymentId,
+    method: terms.method,
+    methodId: terms.methodId,
+    addressId: terms.addressId,
+    clientAddress: terms.clientAddress,
+    clientLocation: terms.clientLocation,
+    parking: terms.parking,
+    parkingDescription: terms.parkingDescription,
+    orderDescription: terms.orderDescription,
   };
 }
 

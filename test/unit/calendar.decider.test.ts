@@ -9,7 +9,7 @@ import {
 import type { CalendarEvent, Schedule, SlotsReserved } from '../../commands/calendar/events';
 import type { SlotRules } from '../../commands/calendar/slots';
 import type { DomainError } from '../../src/decider';
-import { bookingTerms } from '../support/marketplace';
+import { bookableService, bookingTerms, clientOrderOf, slotRules } from '../support/marketplace';
 
 const coachId = '1a2b3c4d-0000-4000-8000-000000000001';
 const alice = 'c1000000-0000-4000-8000-000000000001';
@@ -32,55 +32,14 @@ const scheduleSet = (s: Schedule = schedule): CalendarEvent => ({
   data: { coachId, schedule: s, setAt: '2026-11-01T00:00:00.000Z' },
 });
 
-const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
-  serviceId: tennis,
-  minutesDuration: 60,
-  groupSession: false,
-  maxGroupSize: 1,
-  minimumNoticeHours: 0,
-  bookingWindowDays: 60,
-  startTimes: null,
-  ...over,
-});
+const rules = (over: Partial<SlotRules> = {}): SlotRules =>
+  slotRules({ serviceId: tennis, bookingWindowDays: 60, ...over });
 /** The approved service a test books, shaped by slot-rule overrides (as its coach would have set them). */
-const serviceWith = (over: Partial<SlotRules> = {}, numberOfSessions = 1): BookableService => {
-  const r = rules(over);
-  return {
-    id: r.serviceId,
-    coachId,
-    status: 'approved',
-    createdAt: '2026-11-01T00:00:00.000Z',
-    name: 'Tennis basics',
-    description: '',
-    promo: false,
-    price: 40,
-    priceCurrency: 'EUR',
-    serviceOtherType: '',
-    sessionMinutesDuration: r.minutesDuration,
-    sessionCancellationHours: 24,
-    serviceTypes: [],
-    numberOfSessions,
-    expiresInDays: 3,
-    groupSession: r.groupSession,
-    maxGroupSize: r.maxGroupSize,
-    slots: [],
-    minimumNoticeHours: r.minimumNoticeHours,
-    bookingWindowDays: r.bookingWindowDays,
-  };
-};
+const serviceWith = (over: Partial<SlotRules> = {}, numberOfSessions = 1): BookableService =>
+  bookableService(rules(over), coachId, numberOfSessions);
 // The reservation's terms without the deadline, which the decider computes.
 const { paymentExpiresAt: _deadline, ...terms } = bookingTerms({ paymentId: 'pay-1', expiresInDays: 3 });
-const order: ClientOrder = {
-  paymentId: terms.paymentId,
-  method: terms.method,
-  methodId: terms.methodId,
-  addressId: terms.addressId,
-  clientAddress: terms.clientAddress,
-  clientLocation: terms.clientLocation,
-  parking: terms.parking,
-  parkingDescription: terms.parkingDescription,
-  orderDescription: terms.orderDescription,
-};
+const order: ClientOrder = clientOrderOf(terms);
 
 let ids = 0;
 const reserve = (

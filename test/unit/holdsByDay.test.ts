@@ -1,15 +1,10 @@
 import { isRight } from 'fp-ts/Either';
-import {
-  calendar,
-  type Calendar,
-  type CalendarCommand,
-  type ClientOrder,
-} from '../../commands/calendar/decider';
+import { calendar, type Calendar, type CalendarCommand } from '../../commands/calendar/decider';
 import type { CalendarEvent, Schedule } from '../../commands/calendar/events';
 import { indexHold, type HoldsByDay } from '../../commands/calendar/holdsByDay';
 import { freeSlots, type SlotRules } from '../../commands/calendar/slots';
 import { PersistentMap } from '../../src/persistentMap';
-import { bookingTerms } from '../support/marketplace';
+import { bookableService, bookingTerms, clientOrderOf, slotRules } from '../support/marketplace';
 
 const coachId = '1a2b3c4d-0000-4000-8000-000000000001';
 const DAY = 86_400_000;
@@ -155,59 +150,17 @@ let ids = 0;
 /** A booking of one slot by a client holding nothing, on a service with these rules. */
 const reserve = (rules: SlotRules, slot: string, minutesTravel: number, now: Date): CalendarCommand => ({
   type: 'ReserveSlots',
-  service: {
-    id: rules.serviceId,
-    coachId,
-    status: 'approved',
-    createdAt: '2027-01-01T00:00:00.000Z',
-    name: 'Tennis basics',
-    description: '',
-    promo: false,
-    price: 40,
-    priceCurrency: 'EUR',
-    serviceOtherType: '',
-    sessionMinutesDuration: rules.minutesDuration,
-    sessionCancellationHours: 24,
-    serviceTypes: [],
-    numberOfSessions: 1,
-    expiresInDays: 3,
-    groupSession: rules.groupSession,
-    maxGroupSize: rules.maxGroupSize,
-    slots: [],
-    minimumNoticeHours: rules.minimumNoticeHours,
-    bookingWindowDays: rules.bookingWindowDays,
-  },
+  service: bookableService(rules, coachId),
   groupId: `booking-${++ids}`,
   clientId: 'client-booking',
   slots: [slot],
   sessionIds: [`booking-session-${ids}`],
-  order: { ...order, minutesTravel },
+  order: { ...clientOrderOf(bookingTerms()), minutesTravel },
   paymentWindowHours: 24,
   now: now.toISOString(),
 });
 
-const { paymentExpiresAt: _deadline, ...terms } = bookingTerms();
-const order: ClientOrder = {
-  paymentId: terms.paymentId,
-  method: terms.method,
-  methodId: terms.methodId,
-  addressId: terms.addressId,
-  clientAddress: terms.clientAddress,
-  clientLocation: terms.clientLocation,
-  parking: terms.parking,
-  parkingDescription: terms.parkingDescription,
-  orderDescription: terms.orderDescription,
-};
-
-const baseRules: SlotRules = {
-  serviceId: 'tennis',
-  minutesDuration: 60,
-  groupSession: false,
-  maxGroupSize: 1,
-  minimumNoticeHours: 0,
-  bookingWindowDays: 365,
-  startTimes: null,
-};
+const baseRules = slotRules();
 
 /** Berlin's offset at an instant in March 2027 (summer time from 28 March 01:00 UTC). */
 const offsetMs = (t: number) => (t >= Date.parse('2027-03-28T01:00:00Z') ? 2 : 1) * 3_600_000;

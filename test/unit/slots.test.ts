@@ -9,17 +9,9 @@ import {
   type SlotRules,
 } from '../../commands/calendar/slots';
 import { DateTime } from 'luxon';
+import { slotRules } from '../support/marketplace';
 
-const rules = (over: Partial<SlotRules> = {}): SlotRules => ({
-  serviceId: 'tennis',
-  minutesDuration: 60,
-  groupSession: false,
-  maxGroupSize: 1,
-  minimumNoticeHours: 0,
-  bookingWindowDays: 365,
-  startTimes: null,
-  ...over,
-});
+const rules = slotRules;
 const night = [{ start: '00:00', end: '06:00' }];
 const berlinSundayNights: Schedule = { timezone: 'Europe/Berlin', weekly: { sunday: night }, overrides: {} };
 const labels = (slots: { slot: string }[]) => slots.map((s) => s.slot.slice(11, 16));
