@@ -125,8 +125,9 @@ describePg(
         JWT_SECRET: 'test-secret',
         DATA_DIR: dataDir,
         LOG_LEVEL: 'warn',
-        // A claim left `sending` by the killed instance is taken over after this (the e-mail ledger's lease).
-        MAIL_LEASE_MS: '2000',
+        // A claim left `sending` by the killed instance is taken over after this (the e-mail ledger's lease);
+        // long enough that a live sender on a loaded machine rarely stalls past it.
+        MAIL_LEASE_MS: '4000',
         MAIL_RETRY_INTERVAL_MS: '1000',
       };
     });
@@ -354,15 +355,20 @@ describePg(
         );
         const mails = countBy(received.map((x) => x.idempotencyKey));
         expect(new Set(mails.keys())).toEqual(expectedMail);
-        // The one way to a second copy: the killed instance died after the SMTP server took a message and
-        // before the ledger recorded it; the copy then carries the same Message-ID, so the receiver drops it.
-        // The e-mail process sends side by side, so several may be in that window at the kill: each repeat
-        // must show it in its ledger stream (a claim taken over, one DeliverySent) and keep its Message-ID.
+        // The ways to a second copy (docs/architecture.md, "The window for a second send"): the SMTP server
+        // took a message and its sender died before the ledger recorded it (the kill), or stalled past its
+        // lease and recorded it after another sender took the claim over (a loaded machine: CI once saw
+        // this). The copy carries the same Message-ID, so the receiver drops it. The e-mail process sends
+        // side by side, so several may be in that window at once: each repeat must show it in its ledger
+        // stream (a claim taken over; one DeliverySent per copy the server took from a sender that lived to
+        // record it, so one or two) and keep its Message-ID.
         const repeats = [...mails].filter(([, n]) => n > 1).map(([k]) => k);
         for (const k of repeats) {
           const [cause, recipient] = k.split('/');
           const ledger = events.filter((e) => e.stream_name === deliveryStream(cause!, recipient!));
-          expect([k, ledger.filter((e) => e.type === 'DeliverySent').length]).toEqual([k, 1]);
+          const sent = ledger.filter((e) => e.type === 'DeliverySent');
+          expect([k, sent.length >= 1 && sent.length <= mails.get(k)!]).toEqual([k, true]);
+          expect(new Set(sent.map((e) => e.data.messageId)).size).toBe(1);
           expect(ledger.filter((e) => e.type === 'DeliveryClaimed').length).toBeGreaterThanOrEqual(2);
           expect(mails.get(k)).toBe(2);
           expect(new Set(received.filter((x) => x.idempotencyKey === k).map((x) => x.messageId)).size).toBe(
