@@ -4,6 +4,7 @@ import type { EventStore, Position, RecordedEvent, Subscription } from '../src/e
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
 import { LeaseLostError, type Leases } from '../src/leases';
+import { limiter } from '../src/limiter';
 
 /**
  * A read model (`apply`: runs inside the transaction that moves its checkpoint) or a process manager
@@ -188,24 +189,6 @@ interface Consumer {
  */
 /** Reactions of one process manager running side by side at most (see `orderedBy`). */
 const REACT_CONCURRENCY = 32;
-
-/** Runs the tasks given to it with at most `n` at once, in the order given. */
-function limiter(n: number) {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async <T>(task: () => Promise<T>): Promise<T> => {
-    // A slot freed is handed to the next waiting task directly, so a newcomer never jumps the queue.
-    if (running >= n) await new Promise<void>((r) => waiting.push(r));
-    else running++;
-    try {
-      return await task();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running--;
-    }
-  };
-}
 
 export function createProjectionRunner(
   store: EventStore,

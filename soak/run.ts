@@ -554,6 +554,7 @@ async function rebuildAndCompare(
   let mailsSent = 0;
   const mailer: Mailer = {
     provider: 'outbox',
+    concurrency: 1,
     async send() {
       mailsSent++;
       throw new Error('a rebuild must not send e-mail');

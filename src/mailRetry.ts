@@ -53,9 +53,8 @@ export function createMailRetry(
     for (const row of due.rows) {
       if (!owner()) break; // lost the lease: the new owner sends the rest
       const metadata = { causationId: row.cause_event_id, correlationId: row.cause_event_id };
-      const claimed = await ledger.claim(row.stream, undefined, metadata);
-      if (!claimed) continue; // sent, re-claimed or not due after all: the ledger says so
-      if ((await ledger.send(claimed, metadata)) === 'sent') sent++;
+      // Skipped when sent, re-claimed or not due after all: the ledger says so.
+      if ((await ledger.retry(row.stream, metadata)) === 'sent') sent++;
     }
     return sent;
   };

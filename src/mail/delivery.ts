@@ -3,9 +3,24 @@ import { deliveryDecider, type DeliveryCommand, type DeliveryState } from '../..
 import { deliveryStream } from '../../commands/delivery/events';
 import { ConcurrencyConflictError, handleCommand } from '../commandHandler';
 import { forget } from '../foldedStates';
+import { limiter } from '../limiter';
 import type { EventMetadata, EventStore } from '../eventstore/types';
 import type { Logger } from '../log';
 import { isPermanentMailError, type MailMessage, type Mailer } from './mailer';
+
+/**
+ * Sending slots per mailer (its `concurrency`), shared by everything that delivers through it. A delivery is
+ * claimed only once it holds one, so its lease runs while it is sent, never while it waits for a pooled
+ * connection: the e-mail process reacts to up to 32 events at once, and with 32 claims queued behind 3
+ * SMTP connections a slow server kept the last of them waiting past their lease, when another sender could
+ * take them over and send a copy (seen in CI with a short test lease).
+ */
+const slots = new WeakMap<Mailer, ReturnType<typeof limiter>>();
+const slotsOf = (mailer: Mailer) => {
+  let s = slots.get(mailer);
+  if (!s) slots.set(mailer, (s = limiter(mailer.concurrency)));
+  return s;
+};
 
 /** Who claims, for operators reading the ledger. */
 const SENDER = `${os.hostname()}:${process.pid}`;
@@ -126,12 +141,24 @@ export function deliveries(deps: DeliveryDeps) {
       metadata: EventMetadata,
     ): Promise<'sent' | 'deferred' | 'failed' | 'skipped'> {
       const stream = deliveryStream(causeEventId, recipient);
-      const claimed = await claim(
-        stream,
-        { causeEventId, recipient, message, template, messageId: mailer.messageIdFor(message.key) },
-        metadata,
-      );
-      return claimed ? send(claimed, metadata) : 'skipped';
+      return slotsOf(mailer)(async () => {
+        const claimed = await claim(
+          stream,
+          { causeEventId, recipient, message, template, messageId: mailer.messageIdFor(message.key) },
+          metadata,
+        );
+        return claimed ? send(claimed, metadata) : 'skipped';
+      });
+    },
+    /** A due retry or the takeover of a claim whose lease ran out: claimed (in a sending slot) and sent. */
+    async retry(
+      stream: string,
+      metadata: EventMetadata,
+    ): Promise<'sent' | 'deferred' | 'failed' | 'skipped'> {
+      return slotsOf(mailer)(async () => {
+        const claimed = await claim(stream, undefined, metadata);
+        return claimed ? send(claimed, metadata) : 'skipped';
+      });
     },
     /** An operator's "try again" for a failed delivery. */
     async requeue(stream: string, by: string): Promise<boolean> {

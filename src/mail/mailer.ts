@@ -22,6 +22,11 @@ export interface MailCheck {
 /** The mail port (DESIGN section 6): SMTP when `SMTP_URL` is set, else `.eml` files under `DATA_DIR/outbox`. */
 export interface Mailer {
   readonly provider: 'smtp' | 'outbox';
+  /**
+   * Messages it sends at once (SMTP: its pooled connections). Deliveries are claimed only when one of these
+   * is free, so a claim's lease covers the send, not a wait in the transport's queue (src/mail/delivery.ts).
+   */
+  readonly concurrency: number;
   send(message: MailMessage): Promise<{ messageId: string }>;
   /** The Message-ID `send` gives a message with this key (the same for every attempt). */
   messageIdFor(key: string): string;
@@ -70,6 +75,7 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
   const transport = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS, ...SMTP_POOL });
   return {
     provider: 'smtp',
+    concurrency: SMTP_POOL.maxConnections,
     messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
       const info = await transport.sendMail(envelope(from, m));
@@ -86,6 +92,9 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
     close: () => transport.close(),
   };
 }
+
+/** Outbox files written at once (each an open, write, fsync, close and rename on libuv's thread pool). */
+const OUTBOX_CONCURRENCY = 16;
 
 /**
  * Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed), as it would go
@@ -109,6 +118,7 @@ export function createOutboxMailer(outboxDir: string, from: string): Mailer {
   };
   return {
     provider: 'outbox',
+    concurrency: OUTBOX_CONCURRENCY,
     messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
       const info = await transport.sendMail(envelope(from, m));

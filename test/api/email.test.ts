@@ -4,6 +4,8 @@ import { allProjections } from '../../projections';
 import { emailProcess } from '../../projections/emailProcess';
 import { createProjectionRunner } from '../../projections/runner';
 import { migrate } from '../../src/db/migrate';
+import { deliveries } from '../../src/mail/delivery';
+import { createSmtpMailer } from '../../src/mail/mailer';
 import { testDatabase } from '../support/services';
 import { eventually, marketplace } from '../support/marketplace';
 import { startSmtpServer, type ReceivedMail } from '../support/smtp';
@@ -282,6 +284,47 @@ describe('crash safety of the delivery ledger', () => {
     expect(await t.system.retryDeferredEmails(after())).toBe(0);
     await silence();
     expect(to(emailOf(user.id))).toHaveLength(1);
+  });
+
+  it('claims a delivery only when a connection is free: behind a slow server no lease runs out in the queue', async () => {
+    const { store, mailer, log } = t.system.deps;
+    // Time moves from the system's fixed clock, so its own retry job (on that clock) sees every lease running.
+    const started = Date.now();
+    const clock = () => new Date(now.getTime() + Date.now() - started);
+    const lease = 1500;
+    const ledger = deliveries({ store, mailer, log, clock, leaseMs: lease });
+    // Another instance's sender, with its own connections, taking over every claim whose lease ran out.
+    const otherMailer = createSmtpMailer(smtp.url, 'Coaching <mail@coaching.test>');
+    const other = deliveries({ store, mailer: otherMailer, log, clock, leaseMs: lease });
+    const user = await m.client();
+    const causes = Array.from({ length: 24 }, () => randomUUID());
+    const keys = causes.map((c) => `${c}/${user.id}`);
+    smtp.slowDown(300); // 24 messages over 3 connections: the last ones go out 2.4 s after the first claims
+    try {
+      const outcomes = Promise.all(
+        causes.map((c, i) =>
+          ledger.deliver(
+            c,
+            user.id,
+            { key: keys[i]!, to: emailOf(user.id), subject: 'Slow relay', text: c, headers: {} },
+            'verification',
+            {},
+          ),
+        ),
+      );
+      const takeovers: Promise<unknown>[] = [];
+      for (let round = 0; round < 10; round++) {
+        await new Promise((r) => setTimeout(r, 300));
+        for (const c of causes) takeovers.push(other.retry(deliveryStream(c, user.id), {}));
+      }
+      expect(await outcomes).toEqual(causes.map(() => 'sent'));
+      expect(new Set(await Promise.all(takeovers))).toEqual(new Set(['skipped']));
+      const got = smtp.received.map((r) => r.idempotencyKey).filter((k) => keys.includes(k));
+      expect(got.sort()).toEqual([...keys].sort()); // each once
+    } finally {
+      smtp.slowDown(0);
+      otherMailer.close();
+    }
   });
 
   it('a fresh read-model database, rebuilt from the log, sends nothing again and shows every delivery', async () => {

@@ -18,12 +18,14 @@ const header = (raw: string, name: string) => {
 
 /**
  * A real SMTP server (the `smtp-server` package) on an ephemeral port that keeps every message it accepts.
- * `rejectNext(n, code)` makes the next n RCPT commands fail with that reply code.
+ * `rejectNext(n, code)` makes the next n RCPT commands fail with that reply code; `slowDown(ms)` delays
+ * each message's acceptance.
  */
 export async function startSmtpServer() {
   const received: ReceivedMail[] = [];
   let rejections: { left: number; code: number } = { left: 0, code: 451 };
   let connections = 0;
+  let delayMs = 0;
   const server = new SMTPServer({
     onConnect(_session, callback) {
       connections++;
@@ -46,7 +48,8 @@ export async function startSmtpServer() {
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
         const raw = Buffer.concat(chunks).toString('utf8');
         received.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
@@ -70,6 +73,10 @@ export async function startSmtpServer() {
     rejectionsLeft: () => rejections.left,
     /** SMTP connections opened to it so far. */
     connections: () => connections,
+    /** Answers each message's data this much later (a slow relay); 0 for at once. */
+    slowDown(ms: number) {
+      delayMs = ms;
+    },
     rejectNext(n: number, code = 451) {
       rejections = { left: n, code };
     },
