@@ -235,12 +235,8 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           // slot's local day, a day either side for zone offsets, and this booking's travel), never the
           // whole calendar.
           const margin = 3 * 86_400_000 + travel * 60_000;
-          const active = holdsAround(
-            state.reservations,
-            state.holdsByDay,
-            start.toMillis() - margin,
-            start.toMillis() + margin,
-          );
+          const at = start.toMillis();
+          const active = holdsAround(state.reservations, state.holdsByDay, at - margin, at + margin);
           const taken = held.length
             ? [
                 ...active,

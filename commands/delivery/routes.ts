@@ -33,8 +33,7 @@ export function deliveryCommands(deps: AppDeps): Router {
     const metadata = metadataOf(ctx);
     if (!(await ledger.requeue(id, currentPrincipal(ctx).userId)))
       throw conflict('delivery_not_failed', 'only a failed e-mail can be retried');
-    const claimed = await ledger.claim(id, undefined, metadata);
-    if (claimed) await ledger.send(claimed, metadata);
+    await ledger.retry(id, metadata); // in a sending slot, like every other send
     await deps.runner.waitFor(await deps.store.headPosition(), deps.config.consistencyWaitMs, [
       'email-deliveries',
     ]);

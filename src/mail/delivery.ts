@@ -25,7 +25,7 @@ const slotsOf = (mailer: Mailer) => {
 /** Who claims, for operators reading the ledger. */
 const SENDER = `${os.hostname()}:${process.pid}`;
 
-export interface Claimed {
+interface Claimed {
   stream: string;
   message: MailMessage;
   attempt: number;
@@ -129,37 +129,36 @@ export function deliveries(deps: DeliveryDeps) {
     return 'sent';
   };
 
+  /**
+   * Claims (a first claim with `first`, else a due retry or a takeover) and sends, inside one of the mailer's
+   * sending slots; 'skipped' when the ledger says it is not ours to send.
+   */
+  const claimAndSend = (
+    stream: string,
+    first: Extract<DeliveryCommand, { type: 'Claim' }>['first'],
+    metadata: EventMetadata,
+  ): Promise<'sent' | 'deferred' | 'failed' | 'skipped'> =>
+    slotsOf(mailer)(async () => {
+      const claimed = await claim(stream, first, metadata);
+      return claimed ? send(claimed, metadata) : 'skipped';
+    });
+
   return {
-    claim,
-    send,
     /** The delivery of `message` caused by `causeEventId` to `recipient`: claimed and sent unless done already. */
-    async deliver(
+    deliver: (
       causeEventId: string,
       recipient: string,
       message: MailMessage,
       template: string,
       metadata: EventMetadata,
-    ): Promise<'sent' | 'deferred' | 'failed' | 'skipped'> {
-      const stream = deliveryStream(causeEventId, recipient);
-      return slotsOf(mailer)(async () => {
-        const claimed = await claim(
-          stream,
-          { causeEventId, recipient, message, template, messageId: mailer.messageIdFor(message.key) },
-          metadata,
-        );
-        return claimed ? send(claimed, metadata) : 'skipped';
-      });
-    },
-    /** A due retry or the takeover of a claim whose lease ran out: claimed (in a sending slot) and sent. */
-    async retry(
-      stream: string,
-      metadata: EventMetadata,
-    ): Promise<'sent' | 'deferred' | 'failed' | 'skipped'> {
-      return slotsOf(mailer)(async () => {
-        const claimed = await claim(stream, undefined, metadata);
-        return claimed ? send(claimed, metadata) : 'skipped';
-      });
-    },
+    ) =>
+      claimAndSend(
+        deliveryStream(causeEventId, recipient),
+        { causeEventId, recipient, message, template, messageId: mailer.messageIdFor(message.key) },
+        metadata,
+      ),
+    /** A due retry or the takeover of a claim whose lease ran out. */
+    retry: (stream: string, metadata: EventMetadata) => claimAndSend(stream, undefined, metadata),
     /** An operator's "try again" for a failed delivery. */
     async requeue(stream: string, by: string): Promise<boolean> {
       const outcome = await run(stream, { type: 'Requeue', now: clock().toISOString(), by }, {});

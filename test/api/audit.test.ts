@@ -63,6 +63,12 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
     // Map-valued state (the booking's sessions) comes out as an object keyed by id.
     const bookingState = (await audit(`/api/v1/audit/streams/booking-${session.groupId}`)).body.state;
     expect(bookingState.sessions[session.id]).toMatchObject({ state: 'new' });
+    // The calendar shows its hold, and the hold under the UTC date of its busy time (the decider's index).
+    const calendarState = (await audit(`/api/v1/audit/streams/calendar-${coach.id}`)).body.state;
+    expect(Object.keys(calendarState.reservations)).toEqual([session.id]);
+    const hold = calendarState.reservations[session.id];
+    expect(hold.startsAt.slice(0, 10)).toBe(hold.endsAt.slice(0, 10)); // a morning session, no travel
+    expect(calendarState.holdsByDay).toEqual({ [hold.startsAt.slice(0, 10)]: [session.id] });
   });
 
   it('answers the state as of a revision and as of an instant, matching what the API said then', async () => {
