@@ -145,6 +145,20 @@ const saveSql = (moves: { name: string; at: Position }[]) =>
      )
      .join(', ')}) AS v(name, c, p) WHERE k.name = v.name`;
 
+/**
+ * The checkpoints a one-round-trip group expects, locked by the function of migration 3 (src/db/migrations/
+ * core.ts), with synchronous commit off as in `lockSql`. Parameterless: names are the code's own.
+ */
+const expectSql = (rows: CheckpointRow[]) =>
+  `SELECT set_config('synchronous_commit', 'off', true), rm_lock_expected_checkpoints(
+     ARRAY[${rows.map((r) => sqlLiteral(r.name)).join(', ')}]::text[],
+     ARRAY[${rows.map((r) => r.c).join(', ')}]::numeric[], ARRAY[${rows.map((r) => r.p).join(', ')}]::numeric[])`;
+
+const joinSql = (...statements: string[]) => statements.filter(Boolean).join(';\n');
+
+/** How long a consumer whose checkpoint another instance moved locks and reads it before each change. */
+const CONTENDED_MS = 5000;
+
 /** A shared read-model transaction failed: each of its read models applies the batch alone. */
 class GroupFailed extends Error {
   constructor(readonly reason: unknown) {
@@ -178,6 +192,13 @@ interface Consumer {
   rowExists: boolean;
   /** When it last wrote its checkpoint (performance.now()). */
   savedAt: number;
+  /**
+   * What its checkpoint row held when this instance last locked or wrote it (undefined: not known). A
+   * shared transaction states it instead of reading the row first (see runGroup).
+   */
+  stored?: Position;
+  /** Until when (performance.now()) another instance is taken to move its checkpoint too: no guessing. */
+  contendedUntil: number;
 }
 
 /**
@@ -219,6 +240,7 @@ export function createProjectionRunner(
     unsaved: 0,
     rowExists: false,
     savedAt: 0,
+    contendedUntil: 0,
   }));
   const waiters = new Set<() => void>();
   const unwatch: (() => void)[] = [];
@@ -313,9 +335,10 @@ export function createProjectionRunner(
     locked: CheckpointRow[],
     batches: { c: Consumer; events: RecordedEvent[]; mine: RecordedEvent[] }[],
     writes: Queryable = tx,
-  ): Promise<string> => {
+  ): Promise<{ save: string; rows: { c: Consumer; at: Position }[] }> => {
     const rows = new Map(locked.map((r) => [r.name, r]));
     const moves: { name: string; at: Position }[] = [];
+    const after: { c: Consumer; at: Position }[] = [];
     for (const { c, events, mine } of batches) {
       let stored = rows.get(c.p.name);
       if (!stored) {
@@ -328,13 +351,21 @@ export function createProjectionRunner(
       }
       const done = { commit: BigInt(stored.c), prepare: BigInt(stored.p) };
       const last = events[events.length - 1]!.position;
-      if (comparePositions(last, done) <= 0) continue;
+      if (comparePositions(last, done) <= 0) {
+        after.push({ c, at: done });
+        continue;
+      }
       if (c.p.apply)
         for (const e of mine) if (comparePositions(e.position, done) > 0) await c.p.apply(writes, e);
       moves.push({ name: c.p.name, at: last });
+      after.push({ c, at: last });
     }
-    return moves.length ? saveSql(moves) : '';
+    return { save: moves.length ? saveSql(moves) : '', rows: after };
   };
+
+  /** Once a transaction that locked checkpoints committed (rows), or failed (forget what was known). */
+  const remember = (rows: { c: Consumer; at: Position }[]) => rows.forEach((r) => (r.c.stored = r.at));
+  const forget = (cs: Consumer[]) => cs.forEach((c) => (c.stored = undefined));
 
   // ---- read models applied together ----------------------------------------------------------------
   // The shared feed wakes every live read model with the same events at once. Instead of one transaction
@@ -364,21 +395,26 @@ export function createProjectionRunner(
     forming = [];
     if (members.length === 0) return;
     try {
-      // On PostgreSQL the read models' statements are recorded and sent with the checkpoints' and the
-      // COMMIT (src/db/recordedBatch.ts: one parse and plan per statement text, runs of the same INSERT as
-      // one multi-row INSERT): two round trips for the whole group, however many events it applies.
-      // Read models only write; one that reads a result fails the group and applies alone.
-      const recording = db.kind === 'pg' ? recordingQueryable() : null;
-      await db.framedTransaction<CheckpointRow, void>(
-        lockSql(members.map((m) => m.c.p.name)),
-        async (tx, locked) => {
-          const save = await applyLocked(tx, locked, members, recording?.tx ?? tx);
-          const page = recording?.take() ?? '';
-          return { value: undefined, last: page && save ? `${page};\n${save}` : page || save };
-        },
-      );
+      if (!(await inOneRoundTrip(members))) {
+        // On PostgreSQL the read models' statements are recorded and sent with the checkpoints' and the
+        // COMMIT (src/db/recordedBatch.ts: one parse and plan per statement text, runs of the same INSERT
+        // as one multi-row INSERT): two round trips for the whole group, however many events it applies.
+        // Read models only write; one that reads a result fails the group and applies alone.
+        const recording = db.kind === 'pg' ? recordingQueryable() : null;
+        let rows: { c: Consumer; at: Position }[] = [];
+        await db.framedTransaction<CheckpointRow, void>(
+          lockSql(members.map((m) => m.c.p.name)),
+          async (tx, locked) => {
+            const applied = await applyLocked(tx, locked, members, recording?.tx ?? tx);
+            rows = applied.rows;
+            return { value: undefined, last: joinSql(recording?.take() ?? '', applied.save) };
+          },
+        );
+        remember(rows);
+      }
       members.forEach((m) => m.resolve());
     } catch (err) {
+      forget(members.map((m) => m.c));
       log.warn('shared read-model transaction failed; each read model applies the batch alone', {
         projections: members.map((m) => m.c.p.name),
         error: message(err),
@@ -386,6 +422,40 @@ export function createProjectionRunner(
       members.forEach((m) => m.reject(new GroupFailed(err)));
     }
   };
+  /**
+   * The group in one round trip instead of two, on PostgreSQL, while this instance knows what each of its
+   * checkpoint rows holds (it wrote them last): instead of locking and reading them first, the transaction
+   * states them (`rm_lock_expected_checkpoints` locks the rows in name order and fails with RM001 if one
+   * moved) and carries the read models' statements and the new positions, all one implicit transaction.
+   * False, with nothing changed, when it does not apply or a row had moved (another instance of the
+   * service applies the same read models): the caller then locks and reads the rows first, and the
+   * consumers stop guessing for a while.
+   */
+  const inOneRoundTrip = async (members: Member[]): Promise<boolean> => {
+    const now = performance.now();
+    if (db.kind !== 'pg' || members.some(({ c }) => !c.stored || c.contendedUntil > now)) return false;
+    const expected: CheckpointRow[] = members.map(({ c }) => ({
+      name: c.p.name,
+      c: c.stored!.commit.toString(),
+      p: c.stored!.prepare.toString(),
+      fenced: true,
+    }));
+    const recording = recordingQueryable();
+    const { save, rows } = await applyLocked(recording.tx, expected, members, recording.tx);
+    try {
+      await db.query(joinSql(expectSql(expected), recording.take(), save));
+    } catch (err) {
+      if ((err as { code?: unknown })?.code !== 'RM001') throw err;
+      for (const { c } of members) {
+        c.stored = undefined;
+        c.contendedUntil = now + CONTENDED_MS;
+      }
+      return false;
+    }
+    remember(rows);
+    return true;
+  };
+
   const applyInGroup = (c: Consumer, generation: number, events: RecordedEvent[], mine: RecordedEvent[]) =>
     new Promise<void>((resolve, reject) => {
       if (forming.length === 0) setImmediate(() => void runGroup());
@@ -464,19 +534,29 @@ export function createProjectionRunner(
       );
     // Read models need not wait for the disk: a crash loses the change and its checkpoint together, and
     // the events (which are durable) are applied again. Only the event store's commits must be durable.
-    if (!shared)
-      await db.framedTransaction<CheckpointRow, void>(
-        lockSql([p.name], p.lease && leases ? leases.fenceCondition(p.lease) : null),
-        async (tx, locked) => {
-          // A process manager acts only while its lease is this instance's, checked in the same statement
-          // that locks its checkpoint (or on its own when the row had to be made again).
-          if (p.lease && leases) {
-            if (!leases.holds(p.lease) || locked[0]?.fenced === false) throw new LeaseLostError(p.lease);
-            if (!locked[0]) await leases.fence(tx, p.lease);
-          }
-          return { value: undefined, last: await applyLocked(tx, locked, [{ c, events, mine }]) };
-        },
-      );
+    if (!shared) {
+      let rows: { c: Consumer; at: Position }[] = [];
+      await db
+        .framedTransaction<CheckpointRow, void>(
+          lockSql([p.name], p.lease && leases ? leases.fenceCondition(p.lease) : null),
+          async (tx, locked) => {
+            // A process manager acts only while its lease is this instance's, checked in the same statement
+            // that locks its checkpoint (or on its own when the row had to be made again).
+            if (p.lease && leases) {
+              if (!leases.holds(p.lease) || locked[0]?.fenced === false) throw new LeaseLostError(p.lease);
+              if (!locked[0]) await leases.fence(tx, p.lease);
+            }
+            const applied = await applyLocked(tx, locked, [{ c, events, mine }]);
+            rows = applied.rows;
+            return { value: undefined, last: applied.save };
+          },
+        )
+        .catch((err: unknown) => {
+          forget([c]);
+          throw err;
+        });
+      remember(rows);
+    }
     c.unsaved = 0;
     c.savedAt = performance.now();
   };
@@ -582,6 +662,7 @@ export function createProjectionRunner(
           const from = await loadCheckpoint(c.p.name);
           c.rowExists = from !== null;
           c.at = from;
+          c.stored = from ?? undefined;
           break;
         } catch (err) {
           ensureActive(c, generation);

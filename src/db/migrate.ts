@@ -18,10 +18,33 @@ export async function migrate(db: Database): Promise<number[]> {
     const applied: number[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) continue;
-      for (const statement of m.sql.split(/;\s*$/m).filter((s) => s.trim())) await tx.query(statement);
+      for (const statement of splitStatements(m.sql)) await tx.query(statement);
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       applied.push(m.version);
     }
     return applied;
   });
+}
+
+/**
+ * A migration's statements: split at semicolons that end a line, but not inside a dollar-quoted body
+ * (a function's own statements end lines too).
+ */
+export function splitStatements(sql: string): string[] {
+  const statements: string[] = [];
+  let current = '';
+  sql.split('$$').forEach((part, i) => {
+    if (i % 2 === 1) {
+      current += `$$${part}$$`;
+      return;
+    }
+    const pieces = part.split(/;\s*$/m);
+    current += pieces[0];
+    for (const piece of pieces.slice(1)) {
+      statements.push(current);
+      current = piece;
+    }
+  });
+  statements.push(current);
+  return statements.filter((s) => s.trim());
 }

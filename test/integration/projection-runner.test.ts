@@ -8,6 +8,7 @@ import { createProjectionRunner, type Projection } from '../../projections/runne
 import { testDatabase, type TestDatabase } from '../support/services';
 
 const log = createLogger({ test: 'runner' });
+const itPg = process.env.DATABASE_URL ? it : it.skip;
 
 describe('projection runner', () => {
   let database: TestDatabase;
@@ -74,6 +75,76 @@ describe('projection runner', () => {
     expect(await rows('ok')).toEqual([1, 2, 3, 4, 5, 6]);
     await again.stop();
   });
+
+  // PostgreSQL only: on PGlite (one connection, one instance) no other instance can move a checkpoint.
+  itPg(
+    'a checkpoint another instance moved meanwhile: the read model reads it and applies only what came after (skipped without DATABASE_URL)',
+    async () => {
+      const name = 'moved-a';
+      const head = await store.headPosition();
+      await database.db.query(
+        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
+        [name, head.commit.toString()],
+      );
+      // Holds the application of event 802 until the other instance has applied it.
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      let reached!: () => void;
+      const atGate = new Promise<void>((r) => (reached = r));
+      const projection = recorder(name);
+      const gated: Projection = {
+        ...projection,
+        async apply(tx, e) {
+          if ((e.data as { n: number }).n === 802) {
+            reached();
+            await gate;
+          }
+          await projection.apply!(tx, e);
+        },
+      };
+      let refused = 0;
+      const counted: Database = {
+        ...database.db,
+        kind: database.db.kind,
+        query: async (sql, params, opts) => {
+          try {
+            return await database.db.query(sql, params, opts);
+          } catch (err) {
+            if ((err as { code?: string }).code === 'RM001') refused++;
+            throw err;
+          }
+        },
+      };
+      const runner = createProjectionRunner(store, counted, [gated], log);
+      await runner.start();
+      try {
+        while (runner.status().some((st) => st.mode !== 'live')) await new Promise((r) => setTimeout(r, 10));
+        expect(await runner.waitFor(await appendNumbered(801, 801), 10_000)).toBe(true);
+        const stream = `num-${randomUUID()}`;
+        const e802 = await store.append(stream, [{ type: 'Numbered', data: { n: 802 } }]);
+        await atGate;
+        // The other instance applies 802 and moves the checkpoint past it.
+        const [event] = (await store.readStream(stream)).events;
+        await database.db.query('INSERT INTO seen (event_id, projection, n) VALUES ($1, $2, 802)', [
+          event!.id,
+          name,
+        ]);
+        await database.db.query(
+          'UPDATE projection_checkpoints SET commit_position = $2, prepare_position = $3 WHERE name = $1',
+          [name, e802.position.commit.toString(), e802.position.prepare.toString()],
+        );
+        open();
+        const end = await appendNumbered(803, 803);
+        expect(await runner.waitFor(end, 10_000)).toBe(true);
+        expect((await rows(name)).filter((n) => n > 800)).toEqual([801, 802, 803]);
+        expect(runner.status()[0]!.state).toBe('running');
+        expect(refused).toBe(1);
+      } finally {
+        open();
+        await runner.stop();
+      }
+    },
+  );
 
   it('retries transient errors with backoff and then carries on', async () => {
     const transient = Object.assign(new Error('could not serialize access'), { code: '40001' });
@@ -318,9 +389,18 @@ describe('projection runner: one subscription per process, fanned out', () => {
         [name, head.commit.toString()],
       );
     let transactions = 0;
+    let oneRoundTrip = 0;
     const counted: Database = {
       ...database.db,
       kind: database.db.kind,
+      // On PostgreSQL the group states its checkpoints and goes as one statement (one round trip).
+      query: (sql, params, opts) => {
+        if (sql.includes('rm_lock_expected_checkpoints')) {
+          transactions++;
+          oneRoundTrip++;
+        }
+        return database.db.query(sql, params, opts);
+      },
       transaction: (fn) => {
         transactions++;
         return database.db.transaction(fn);
@@ -351,6 +431,7 @@ describe('projection runner: one subscription per process, fanned out', () => {
       expect(await runner.waitFor(end.position, 10_000)).toBe(true);
       for (const name of names) expect(await rows(name)).toContain(500);
       expect(transactions).toBe(1);
+      expect(oneRoundTrip).toBe(database.db.kind === 'pg' ? 1 : 0);
       const saved = await database.db.query<{ c: string }>(
         'SELECT commit_position::text AS c FROM projection_checkpoints WHERE name = ANY($1::text[])',
         [names],

@@ -50,4 +50,27 @@ CREATE INDEX addresses_user ON addresses (user_id, seq DESC);
 CREATE UNIQUE INDEX addresses_one_default ON addresses (user_id) WHERE is_default;
 `,
   },
+  {
+    version: 3,
+    name: 'checkpoints locked as expected',
+    // A shared read-model transaction on PostgreSQL states the checkpoints it expects instead of reading
+    // them first (projections/runner.ts, "one round trip"): this locks them in name order, as every other
+    // locker does, and fails with RM001 unless each still holds what the instance last saw.
+    sql: `
+CREATE OR REPLACE FUNCTION rm_lock_expected_checkpoints(names text[], commits numeric[], prepares numeric[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  matched integer;
+BEGIN
+  SELECT count(*) INTO matched FROM (
+    SELECT 1 FROM projection_checkpoints k
+    JOIN unnest(names, commits, prepares) AS v(name, c, p) ON k.name = v.name
+    WHERE k.commit_position = v.c AND k.prepare_position = v.p
+    ORDER BY k.name FOR UPDATE OF k) AS locked;
+  IF matched <> cardinality(names) THEN
+    RAISE EXCEPTION 'read-model checkpoints moved' USING ERRCODE = 'RM001';
+  END IF;
+END $$;
+`,
+  },
 ];
