@@ -169,6 +169,20 @@ class GroupFailed extends Error {
 /** Thrown inside a consumer when it was stopped or lost its lease: not a failure of the projection. */
 class Deactivated extends Error {}
 
+/**
+ * A checkpoint row found behind what this instance committed to it: PostgreSQL lost acknowledged
+ * read-model commits (they are not synchronous: a server crash loses the last moments of them, the row
+ * and the read model's changes together). The consumer reads the log again from the row.
+ */
+class CheckpointBehind extends Error {
+  constructor(
+    readonly c: Consumer,
+    readonly row: Position,
+  ) {
+    super(`checkpoint of ${c.p.name} found behind what was committed to it`);
+  }
+}
+
 interface Consumer {
   p: Projection;
   state: ProjectionState;
@@ -197,6 +211,8 @@ interface Consumer {
    * shared transaction states it instead of reading the row first (see runGroup).
    */
   stored?: Position;
+  /** The last position this instance knows it committed to the row (or read from it at start). */
+  committed?: Position;
   /** Until when (performance.now()) another instance is taken to move its checkpoint too: no guessing. */
   contendedUntil: number;
 }
@@ -350,6 +366,8 @@ export function createProjectionRunner(
         stored = (await tx.query<CheckpointRow>(lockSql([c.p.name]))).rows[0]!;
       }
       const done = { commit: BigInt(stored.c), prepare: BigInt(stored.p) };
+      if (rows.has(c.p.name) && c.committed && comparePositions(done, c.committed) < 0)
+        throw new CheckpointBehind(c, done);
       const last = events[events.length - 1]!.position;
       if (comparePositions(last, done) <= 0) {
         after.push({ c, at: done });
@@ -364,7 +382,30 @@ export function createProjectionRunner(
   };
 
   /** Once a transaction that locked checkpoints committed (rows), or failed (forget what was known). */
-  const remember = (rows: { c: Consumer; at: Position }[]) => rows.forEach((r) => (r.c.stored = r.at));
+  const remember = (rows: { c: Consumer; at: Position }[]) =>
+    rows.forEach((r) => {
+      r.c.stored = r.at;
+      r.c.committed = r.at;
+    });
+
+  /** Applies again what a lost commit undid: from the row on, read from the log (see CheckpointBehind). */
+  const rewind = (c: Consumer, row: Position) => {
+    log.warn(
+      'checkpoint found behind what this instance committed (PostgreSQL lost commits); re-reading the log from it',
+      {
+        projection: c.p.name,
+        row: fmt(row),
+        committed: c.committed ? fmt(c.committed) : null,
+      },
+    );
+    c.at = row;
+    c.stored = row;
+    c.committed = row;
+    c.mode = 'catch-up';
+    c.queue = [];
+    c.queued = 0;
+    c.unsaved = 0;
+  };
   const forget = (cs: Consumer[]) => cs.forEach((c) => (c.stored = undefined));
 
   // ---- read models applied together ----------------------------------------------------------------
@@ -533,7 +574,7 @@ export function createProjectionRunner(
         },
       );
     // Read models need not wait for the disk: a crash loses the change and its checkpoint together, and
-    // the events (which are durable) are applied again. Only the event store's commits must be durable.
+    // the events (which are durable) are applied again (while this process runs on: CheckpointBehind). Only the event store's commits must be durable.
     if (!shared) {
       let rows: { c: Consumer; at: Position }[] = [];
       await db
@@ -573,7 +614,12 @@ export function createProjectionRunner(
     try {
       await applyBatch(c, generation, events);
     } catch (batchErr) {
-      if (batchErr instanceof Deactivated || batchErr instanceof LeaseLostError) throw batchErr;
+      if (
+        batchErr instanceof Deactivated ||
+        batchErr instanceof LeaseLostError ||
+        batchErr instanceof CheckpointBehind
+      )
+        throw batchErr;
       log.warn('projection batch failed, applying its events one by one', {
         projection: c.p.name,
         error: message(batchErr),
@@ -584,7 +630,12 @@ export function createProjectionRunner(
             await applyBatch(c, generation, [e], true);
             break;
           } catch (err) {
-            if (err instanceof Deactivated || err instanceof LeaseLostError) throw err;
+            if (
+              err instanceof Deactivated ||
+              err instanceof LeaseLostError ||
+              err instanceof CheckpointBehind
+            )
+              throw err;
             if (!isTransient(err) && attempt >= poisonAttempts) {
               c.failedEvent = {
                 id: e.id,
@@ -663,6 +714,7 @@ export function createProjectionRunner(
           c.rowExists = from !== null;
           c.at = from;
           c.stored = from ?? undefined;
+          c.committed = from ?? undefined;
           break;
         } catch (err) {
           ensureActive(c, generation);
@@ -679,7 +731,11 @@ export function createProjectionRunner(
       notify();
       for (;;) {
         const events = await nextBatch(c, generation);
-        if (events?.length) await handleBatch(c, generation, events);
+        if (events?.length)
+          await handleBatch(c, generation, events).catch((err: unknown) => {
+            if (!(err instanceof CheckpointBehind)) throw err;
+            rewind(c, err.row);
+          });
       }
     } catch (err) {
       if (err instanceof Deactivated) return;
