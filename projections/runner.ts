@@ -5,6 +5,7 @@ import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
 import { LeaseLostError, type Leases } from '../src/leases';
 import { limiter } from '../src/limiter';
+import { BUMP_EVERYTHING } from '../src/readModels/readVersions';
 
 /**
  * A read model (`apply`: runs inside the transaction that moves its checkpoint) or a process manager
@@ -388,6 +389,25 @@ export function createProjectionRunner(
       r.c.committed = r.at;
     });
 
+  /**
+   * Before a lost commit is applied again: every cached answer is recomputed (the '*' scope bumped, with a
+   * synchronous commit). A cache may hold an answer stamped with the id of a transaction PostgreSQL lost,
+   * and a transaction that left nothing durable can have its id given out again after the crash.
+   */
+  const forgetCachedAnswers = async (c: Consumer, generation: number) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await db.query(BUMP_EVERYTHING);
+        return;
+      } catch (err) {
+        ensureActive(c, generation);
+        c.state = 'retrying';
+        c.error = message(err);
+        await sleep(backoff(attempt));
+      }
+    }
+  };
+
   /** Applies again what a lost commit undid: from the row on, read from the log (see CheckpointBehind). */
   const rewind = (c: Consumer, row: Position) => {
     log.warn(
@@ -732,8 +752,9 @@ export function createProjectionRunner(
       for (;;) {
         const events = await nextBatch(c, generation);
         if (events?.length)
-          await handleBatch(c, generation, events).catch((err: unknown) => {
+          await handleBatch(c, generation, events).catch(async (err: unknown) => {
             if (!(err instanceof CheckpointBehind)) throw err;
+            await forgetCachedAnswers(c, generation);
             rewind(c, err.row);
           });
       }

@@ -1,5 +1,8 @@
 /**
  * npm run soak [-- --kills 20 --stores postgres,pglite]: the project's own crash test (not part of npm test).
+ * `--crash postgres` (PostgreSQL store only; root, a local Debian cluster): instead of the service, crashes
+ * the PostgreSQL server under it (`pg_ctlcluster … stop -m immediate`, then start) while the service keeps
+ * running, and retries what got a 5xx meanwhile with its key; the same checks follow.
  *
  * Starts the built service as a child process (on PostgreSQL, then on PGlite), with SMTP to an in-process
  * smtp-server, drives mixed commands (bookings, payment updates, session lifecycle, e-mail requests, with
@@ -11,7 +14,7 @@
  * killed after the SMTP server took the message (and a takeover sent it again) is the documented window that
  * SMTP cannot close; those are printed, and only duplicates the ledger does not explain fail the run.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -38,6 +41,8 @@ const arg = (name: string, fallback: string) => {
 };
 const KILLS = Number(arg('kills', process.env.SOAK_KILLS ?? '20'));
 const STORES = arg('stores', process.env.SOAK_STORES ?? 'postgres,pglite').split(',');
+const CRASH = arg('crash', process.env.SOAK_CRASH ?? 'service');
+if (CRASH !== 'service' && CRASH !== 'postgres') throw new Error('--crash is service or postgres');
 const PG_SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WORKERS = 6;
 const SECRET = `soak-${randomUUID()}-${randomUUID()}`;
@@ -47,6 +52,15 @@ const LEASES = { MAIL_LEASE_MS: 8000, MAIL_RETRY_INTERVAL_MS: 500, IDEMPOTENCY_L
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 const say = (s: string) => process.stdout.write(`${s}\n`);
+
+/** An immediate shutdown is what a crash of the server looks like to its clients and to its WAL. */
+function crashAndRestartPostgres() {
+  const version = fs.readdirSync('/etc/postgresql')[0]!;
+  const ctl = (...a: string[]) =>
+    execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', ...a], { stdio: 'ignore' });
+  ctl('stop', '-m', 'immediate');
+  ctl('start');
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -153,7 +167,8 @@ interface Party {
 }
 
 async function soak(store: 'postgres' | 'pglite') {
-  say(`\n== soak on ${store}: ${KILLS} kills ==`);
+  const crashPostgres = CRASH === 'postgres' && store === 'postgres';
+  say(`\n== soak on ${store}: ${KILLS} ${crashPostgres ? 'PostgreSQL crashes' : 'kills'} ==`);
   const smtp = await startSmtpServer();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-soak-'));
   let dbName = '';
@@ -318,9 +333,11 @@ async function soak(store: 'postgres' | 'pglite') {
   };
 
   const unanswered: Op[] = [];
+  /** Set while PostgreSQL is down: a 5xx then is expected, and the request is retried with its key. */
+  let crashing = false;
   const run = async (op: Op) => {
     const a = await call(svc.base, op.method, op.url, op.token, op.body, op.key);
-    if (!a) {
+    if (!a || (crashing && a.status >= 500)) {
       unanswered.push(op);
       return false;
     }
@@ -370,13 +387,24 @@ async function soak(store: 'postgres' | 'pglite') {
       while (!stop) if (!(await run(nextOp()))) return;
     });
     await sleep(500 + Math.random() * 2500);
-    await svc.kill('SIGKILL');
+    if (crashPostgres) {
+      crashing = true;
+      crashAndRestartPostgres();
+    } else await svc.kill('SIGKILL');
     stop = true;
     await Promise.all(workers);
-    await svc.start();
+    if (crashPostgres) {
+      // The service stayed up: wait until it answers for the database again.
+      for (let i = 0; i < 300; i++) {
+        const res = await fetch(`${svc.base}/healthz`).catch(() => null);
+        if (res?.status === 200) break;
+        await sleep(100);
+      }
+      crashing = false;
+    } else await svc.start();
     await retryUnanswered();
     say(
-      `  kill ${round}/${KILLS}: ${bookings.length} bookings, ${emails.length} e-mail requests, ` +
+      `  ${crashPostgres ? 'crash' : 'kill'} ${round}/${KILLS}: ${bookings.length} bookings, ${emails.length} e-mail requests, ` +
         `${answered} answers, ${smtp.received.length} messages received`,
     );
   }

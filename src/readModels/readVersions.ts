@@ -10,7 +10,8 @@ import type { Queryable } from '../db/database';
  * sets its rows to the id of its transaction (`pg_current_xact_id()`) in the statement that changes the read
  * model, so a change and its bump commit together. A transaction id is never reused, so a row never goes
  * back to a value a cache saw: an unchanged token (every row of a scope, see `readTokens`) means nothing of
- * that scope changed since.
+ * that scope changed since. (Only a PostgreSQL crash breaks that: read-model commits are asynchronous, and
+ * the id of one it lost can be given out again; the projection runner bumps `*` when it finds such a loss.)
  */
 
 /** SQL text of the new version: the writing transaction's id. */
