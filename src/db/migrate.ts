@@ -28,7 +28,8 @@ export async function migrate(db: Database): Promise<number[]> {
 
 /**
  * A migration's statements: split at semicolons that end a line, but not inside a dollar-quoted body
- * (a function's own statements end lines too).
+ * (a function's own statements end lines too). Plain `$$` only: a tagged quote (`$fn$`) or a `$$` in a
+ * comment or string would be split wrongly, and the migration fail loudly.
  */
 export function splitStatements(sql: string): string[] {
   const statements: string[] = [];
