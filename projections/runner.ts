@@ -5,7 +5,6 @@ import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
 import { LeaseLostError, type Leases } from '../src/leases';
 import { limiter } from '../src/limiter';
-import { BUMP_EVERYTHING } from '../src/readModels/readVersions';
 
 /**
  * A read model (`apply`: runs inside the transaction that moves its checkpoint) or a process manager
@@ -58,6 +57,8 @@ export function isTransient(err: unknown): boolean {
     code === '40001' || // serialization failure
     code === '40P01' || // deadlock
     code === '57P01' || // admin shutdown
+    code === '57P02' || // crash shutdown (another backend crashed: the server restarts)
+    code === '57P03' || // cannot connect now (the server is starting up or recovering)
     code === '53300' || // too many connections
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
     (err as { transient?: unknown })?.transient === true || // a side effect that may pass (e.g. mail 4xx)
@@ -102,6 +103,8 @@ export interface RunnerOptions {
    * (slow, retrying) leaves the shared feed and reads the log on its own until it has caught up.
    */
   queueLimit?: number;
+  /** How often (ms) the checkpoint rows are compared with what was committed to them (PostgreSQL only). */
+  auditEveryMs?: number;
   /** Who runs the process managers (projections with a `lease`); without it they run here. */
   leases?: Leases;
 }
@@ -214,6 +217,8 @@ interface Consumer {
   stored?: Position;
   /** The last position this instance knows it committed to the row (or read from it at start). */
   committed?: Position;
+  /** Its row, found behind `committed` by the audit (see auditCheckpoints): rewound at its next turn. */
+  lost?: Position;
   /** Until when (performance.now()) another instance is taken to move its checkpoint too: no guessing. */
   contendedUntil: number;
 }
@@ -242,6 +247,7 @@ export function createProjectionRunner(
     maxResubscribeBackoffMs = 1000,
     batchSize = 200,
     queueLimit = 5000,
+    auditEveryMs = 2000,
     leases,
   } = opts;
   const backoff = (attempt: number, max = maxBackoffMs) => Math.min(max, baseBackoffMs * 2 ** (attempt - 1));
@@ -390,23 +396,37 @@ export function createProjectionRunner(
     });
 
   /**
-   * Before a lost commit is applied again: every cached answer is recomputed (the '*' scope bumped, with a
-   * synchronous commit). A cache may hold an answer stamped with the id of a transaction PostgreSQL lost,
-   * and a transaction that left nothing durable can have its id given out again after the crash.
+   * A consumer finds a lost commit when it next locks its row, which for a read model that rarely gets
+   * events (or a process manager) may be long after PostgreSQL came back. So the rows are also read every
+   * `auditEveryMs` and compared with what each consumer had committed before the read was sent; one found
+   * behind is rewound at its next turn. One small statement per interval; PGlite cannot lose commits while
+   * the process runs.
    */
-  const forgetCachedAnswers = async (c: Consumer, generation: number) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await db.query(BUMP_EVERYTHING);
-        return;
-      } catch (err) {
-        ensureActive(c, generation);
-        c.state = 'retrying';
-        c.error = message(err);
-        await sleep(backoff(attempt));
+  let auditing = false;
+  const auditCheckpoints = async () => {
+    if (auditing || stopping || db.kind !== 'pg') return;
+    auditing = true;
+    try {
+      const before = consumers.map((c) => ({ c, committed: c.committed }));
+      const { rows } = await db.query<{ name: string; c: string; p: string }>(
+        'SELECT name, commit_position::text AS c, prepare_position::text AS p FROM projection_checkpoints',
+        [],
+        { name: 'checkpoints_audit' },
+      );
+      const found = new Map(rows.map((r) => [r.name, { commit: BigInt(r.c), prepare: BigInt(r.p) }]));
+      for (const { c, committed } of before) {
+        const row = found.get(c.p.name);
+        if (!c.active || !committed || !row || comparePositions(row, committed) >= 0) continue;
+        c.lost = row;
+        c.wake?.();
       }
+    } catch {
+      // The database is away: the next interval tries again.
+    } finally {
+      auditing = false;
     }
   };
+  let auditTimer: NodeJS.Timeout | undefined;
 
   /** Applies again what a lost commit undid: from the row on, read from the log (see CheckpointBehind). */
   const rewind = (c: Consumer, row: Position) => {
@@ -682,6 +702,7 @@ export function createProjectionRunner(
   const nextBatch = async (c: Consumer, generation: number): Promise<RecordedEvent[] | null> => {
     for (let attempt = 1; ; attempt++) {
       ensureActive(c, generation);
+      if (c.lost) return null; // rewound first (consume)
       if (c.mode === 'live') {
         if (c.queue.length) {
           // Everything queued meanwhile, up to a batch, goes in one transaction: a projection that fell a
@@ -750,11 +771,13 @@ export function createProjectionRunner(
       delete c.error;
       notify();
       for (;;) {
+        const lost = c.lost;
+        c.lost = undefined;
+        if (lost && c.committed && comparePositions(lost, c.committed) < 0) rewind(c, lost);
         const events = await nextBatch(c, generation);
         if (events?.length)
-          await handleBatch(c, generation, events).catch(async (err: unknown) => {
+          await handleBatch(c, generation, events).catch((err: unknown) => {
             if (!(err instanceof CheckpointBehind)) throw err;
-            await forgetCachedAnswers(c, generation);
             rewind(c, err.row);
           });
       }
@@ -811,6 +834,8 @@ export function createProjectionRunner(
     async start() {
       feedLast = await store.headPosition();
       subscribeFeed(1);
+      auditTimer = setInterval(() => void auditCheckpoints(), auditEveryMs);
+      auditTimer.unref();
       for (const c of consumers) {
         const lease = c.p.lease;
         if (lease && leases) {
@@ -832,6 +857,7 @@ export function createProjectionRunner(
     },
     async stop() {
       stopping = true;
+      clearInterval(auditTimer);
       unwatch.forEach((u) => u());
       await feed?.stop();
       for (const c of consumers) deactivate(c, 'stopped');

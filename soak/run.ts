@@ -14,7 +14,8 @@
  * killed after the SMTP server took the message (and a takeover sent it again) is the documented window that
  * SMTP cannot close; those are printed, and only duplicates the ledger does not explain fail the run.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -47,19 +48,29 @@ const PG_SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:543
 const WORKERS = 6;
 const SECRET = `soak-${randomUUID()}-${randomUUID()}`;
 // Short leases so takeovers happen within the run; still far above a send's duration on a busy machine.
-const LEASES = { MAIL_LEASE_MS: 8000, MAIL_RETRY_INTERVAL_MS: 500, IDEMPOTENCY_LEASE_MS: 2000 };
+const LEASES = {
+  // A PostgreSQL crash keeps a sender from recording a sent e-mail while the server restarts; it tries
+  // again for half the lease, which must outlast a restart on a loaded machine.
+  MAIL_LEASE_MS: CRASH === 'postgres' ? 20_000 : 8000,
+  MAIL_RETRY_INTERVAL_MS: 500,
+  IDEMPOTENCY_LEASE_MS: 2000,
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 const say = (s: string) => process.stdout.write(`${s}\n`);
 
-/** An immediate shutdown is what a crash of the server looks like to its clients and to its WAL. */
-function crashAndRestartPostgres() {
+/**
+ * An immediate shutdown is what a crash of the server looks like to its clients and to its WAL. Run
+ * without blocking: the workers' requests (and the in-process SMTP server) go on while it is down.
+ */
+async function crashAndRestartPostgres() {
   const version = fs.readdirSync('/etc/postgresql')[0]!;
   const ctl = (...a: string[]) =>
-    execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', ...a], { stdio: 'ignore' });
-  ctl('stop', '-m', 'immediate');
-  ctl('start');
+    promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', ...a]);
+  await ctl('stop', '-m', 'immediate');
+  await sleep(300 + Math.random() * 700);
+  await ctl('start');
 }
 
 async function freePort(): Promise<number> {
@@ -389,7 +400,7 @@ async function soak(store: 'postgres' | 'pglite') {
     await sleep(500 + Math.random() * 2500);
     if (crashPostgres) {
       crashing = true;
-      crashAndRestartPostgres();
+      await crashAndRestartPostgres();
     } else await svc.kill('SIGKILL');
     stop = true;
     await Promise.all(workers);

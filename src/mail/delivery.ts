@@ -110,20 +110,31 @@ export function deliveries(deps: DeliveryDeps) {
       return failed ? 'failed' : 'deferred';
     }
     // Outside the try: the server took the message, so a failure to record it must never send it again
-    // at once. If recording fails, the claim's lease runs out and the message is sent once more, with the
-    // same Message-ID (the documented window). One append, without reading the stream first: the shorter
-    // the time between the server's 250 and this record, the rarer that window is hit.
-    await store.append(
-      c.stream,
-      [
-        {
-          type: 'DeliverySent',
-          data: { messageId, sentAt: clock().toISOString(), attempt: c.attempt },
-          metadata,
-        },
-      ],
-      { expectedRevision: 'any' },
-    );
+    // at once. If recording fails for longer than half the lease (the event store is away), the lease runs
+    // out and the message is sent once more, with the same Message-ID (the documented window). One append,
+    // without reading the stream first: the shorter the time between the server's 250 and this record, the
+    // rarer that window is hit.
+    const sent = {
+      type: 'DeliverySent',
+      data: { messageId, sentAt: clock().toISOString(), attempt: c.attempt },
+      metadata,
+    };
+    // Real time, not the injected clock: how long the claim is still surely ours.
+    const giveUpAt = performance.now() + deps.leaseMs / 2;
+    for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
+      try {
+        await store.append(c.stream, [sent], { expectedRevision: 'any' });
+        break;
+      } catch (err) {
+        // A restart of the event store's database, say: this sender still knows the message went out.
+        if (performance.now() + pause > giveUpAt) throw err;
+        log.warn('e-mail sent but not recorded yet; trying again', {
+          stream: c.stream,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
     // Done: its fold would only take room from streams that are decided on again (inboxes, calendars).
     forget(store, deliveryDecider, c.stream);
     return 'sent';

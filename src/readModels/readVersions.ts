@@ -10,12 +10,16 @@ import type { Queryable } from '../db/database';
  * sets its rows to the id of its transaction (`pg_current_xact_id()`) in the statement that changes the read
  * model, so a change and its bump commit together. A transaction id is never reused, so a row never goes
  * back to a value a cache saw: an unchanged token (every row of a scope, see `readTokens`) means nothing of
- * that scope changed since. (Only a PostgreSQL crash breaks that: read-model commits are asynchronous, and
- * the id of one it lost can be given out again; the projection runner bumps `*` when it finds such a loss.)
+ * that scope changed since. Only a crash of the server breaks that: read-model commits are asynchronous,
+ * and the id of a transaction it lost can be given out again after it. So every token also names when the
+ * server started (`pg_postmaster_start_time()`): after a crash, or a failover, no token matches an earlier one.
  */
 
 /** SQL text of the new version: the writing transaction's id. */
 const XACT = 'pg_current_xact_id()::text::bigint';
+
+/** Read with every version row: when the server started (see above). */
+const STARTED = 'pg_postmaster_start_time()::text AS started';
 
 /**
  * Each statement that bumps, mapped to the read model's write it wraps (null: a bump alone), so a rebuild
@@ -95,7 +99,7 @@ export async function readTokens(
     return tokens;
   }
   const res = await db.query<TokenRow>(
-    `SELECT scope, source, version FROM read_versions
+    `SELECT scope, source, version, ${STARTED} FROM read_versions
      WHERE scope = ANY(array_append($1::text[], (SELECT 'user:' || coach_id FROM services WHERE id = $2::uuid)))
      ORDER BY scope, source`,
     [scopes, viaService],
@@ -108,6 +112,8 @@ interface TokenRow {
   scope: string;
   source: string;
   version: string;
+  /** When the server started: see the top of this file. */
+  started: string;
 }
 
 /** Rows in key order (the primary key's index), joined here: no sort or aggregate at the server. */
@@ -115,7 +121,7 @@ function joinTokens(rows: TokenRow[]): Map<string, string> {
   const tokens = new Map<string, string>();
   for (const r of rows) {
     const before = tokens.get(r.scope);
-    tokens.set(r.scope, `${before === undefined ? '' : `${before},`}${r.source}=${r.version}`);
+    tokens.set(r.scope, `${before === undefined ? `${r.started}|` : `${before},`}${r.source}=${r.version}`);
   }
   return tokens;
 }
@@ -128,7 +134,7 @@ const tokenReader = perDatabase((db: Queryable) =>
   coalesced<string, string | undefined>(
     async (scopes) => {
       const res = await db.query<TokenRow>(
-        `SELECT scope, source, version FROM read_versions WHERE scope = ANY($1::text[]) ORDER BY scope, source`,
+        `SELECT scope, source, version, ${STARTED} FROM read_versions WHERE scope = ANY($1::text[]) ORDER BY scope, source`,
         [scopes],
         { name: 'read_versions' },
       );

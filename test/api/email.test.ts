@@ -4,6 +4,7 @@ import { allProjections } from '../../projections';
 import { emailProcess } from '../../projections/emailProcess';
 import { createProjectionRunner } from '../../projections/runner';
 import { migrate } from '../../src/db/migrate';
+import type { EventStore } from '../../src/eventstore/types';
 import { deliveries } from '../../src/mail/delivery';
 import { createSmtpMailer } from '../../src/mail/mailer';
 import { testDatabase } from '../support/services';
@@ -325,6 +326,33 @@ describe('crash safety of the delivery ledger', () => {
       smtp.slowDown(0);
       otherMailer.close();
     }
+  });
+
+  it('a sent e-mail the event store cannot record for a moment is recorded once it answers, and not sent again', async () => {
+    const { store, mailer, log } = t.system.deps;
+    // The event store's database restarting: the first three records of the sent message are refused.
+    let refusals = 3;
+    const restarting: EventStore = {
+      ...store,
+      kind: store.kind,
+      append: (stream, events, opts) =>
+        events.some((e) => e.type === 'DeliverySent') && refusals-- > 0
+          ? Promise.reject(
+              Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+            )
+          : store.append(stream, events, opts),
+    };
+    const ledger = deliveries({ store: restarting, mailer, log, clock: () => now, leaseMs: 4000 });
+    const user = await m.client();
+    const cause = randomUUID();
+    const key = `${cause}/${user.id}`;
+    const message = { key, to: emailOf(user.id), subject: 'Store away', text: cause, headers: {} };
+    expect(await ledger.deliver(cause, user.id, message, 'verification', {})).toBe('sent');
+    expect(refusals).toBe(-1); // refused three times, recorded at the fourth
+    const ledgerEvents = (await store.readStream(deliveryStream(cause, user.id))).events.map((e) => e.type);
+    expect(ledgerEvents).toEqual(['DeliveryClaimed', 'DeliverySent']);
+    await silence();
+    expect(smtp.received.filter((r) => r.idempotencyKey === key)).toHaveLength(1);
   });
 
   it('a fresh read-model database, rebuilt from the log, sends nothing again and shows every delivery', async () => {

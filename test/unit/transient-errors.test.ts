@@ -52,3 +52,17 @@ describe('transient error classification (EventStoreDB client errors are all nam
     expect(isTransient(new Error('a bug'))).toBe(false);
   });
 });
+
+describe('transient PostgreSQL errors while the server crashes and recovers', () => {
+  it.each([
+    ['57P01', 'terminating connection due to administrator command'],
+    ['57P02', 'terminating connection because of crash of another server process'],
+    ['57P03', 'the database system is starting up'],
+  ])('treats %s (%s) as transient', (code, message) => {
+    expect(isTransient(Object.assign(new Error(message), { code }))).toBe(true);
+  });
+
+  it('does not treat a dropped database (57P04) as transient', () => {
+    expect(isTransient(Object.assign(new Error('database dropped'), { code: '57P04' }))).toBe(false);
+  });
+});
