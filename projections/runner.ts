@@ -388,7 +388,7 @@ export function createProjectionRunner(
     return { save: moves.length ? saveSql(moves) : '', rows: after };
   };
 
-  /** Once a transaction that locked checkpoints committed (rows), or failed (forget what was known). */
+  /** Once a transaction that locked checkpoints committed: where each of its rows stands now. */
   const remember = (rows: { c: Consumer; at: Position }[]) =>
     rows.forEach((r) => {
       r.c.stored = r.at;
@@ -446,6 +446,7 @@ export function createProjectionRunner(
     c.queued = 0;
     c.unsaved = 0;
   };
+  /** Once such a transaction failed: whether its rows moved is not known (`committed` stays as it was). */
   const forget = (cs: Consumer[]) => cs.forEach((c) => (c.stored = undefined));
 
   // ---- read models applied together ----------------------------------------------------------------
@@ -614,7 +615,8 @@ export function createProjectionRunner(
         },
       );
     // Read models need not wait for the disk: a crash loses the change and its checkpoint together, and
-    // the events (which are durable) are applied again (while this process runs on: CheckpointBehind). Only the event store's commits must be durable.
+    // the events (which are durable) are applied again (also while this process runs on: CheckpointBehind).
+    // Only the event store's commits must be durable.
     if (!shared) {
       let rows: { c: Consumer; at: Position }[] = [];
       await db
