@@ -530,7 +530,7 @@ export function createProjectionRunner(
       if ((err as { code?: unknown })?.code !== 'RM001') throw err;
       for (const { c } of members) {
         c.stored = undefined;
-        c.contendedUntil = now + CONTENDED_MS;
+        c.contendedUntil = performance.now() + CONTENDED_MS; // from the refusal: a long lock wait uses none of it
       }
       return false;
     }
