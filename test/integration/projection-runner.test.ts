@@ -10,6 +10,16 @@ import { testDatabase, type TestDatabase } from '../support/services';
 const log = createLogger({ test: 'runner' });
 const itPg = process.env.DATABASE_URL ? it : it.skip;
 
+/** Checkpoint rows at the log's head: these projections start with what is appended next. */
+const startAtHead = async (db: Database, store: EventStore, names: string[]) => {
+  const head = await store.headPosition();
+  for (const name of names)
+    await db.query(
+      `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
+      [name, head.commit.toString()],
+    );
+};
+
 describe('projection runner', () => {
   let database: TestDatabase;
   let store: EventStore;
@@ -81,11 +91,7 @@ describe('projection runner', () => {
     'a checkpoint another instance moved meanwhile: the read model reads it and applies only what came after (skipped without DATABASE_URL)',
     async () => {
       const name = 'moved-a';
-      const head = await store.headPosition();
-      await database.db.query(
-        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-        [name, head.commit.toString()],
-      );
+      await startAtHead(database.db, store, [name]);
       // Holds the application of event 802 until the other instance has applied it.
       let open!: () => void;
       const gate = new Promise<void>((r) => (open = r));
@@ -148,11 +154,7 @@ describe('projection runner', () => {
 
   it('a checkpoint found behind what it committed (PostgreSQL lost commits): applies the log again from it', async () => {
     const name = 'lost-commits';
-    const head = await store.headPosition();
-    await database.db.query(
-      `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-      [name, head.commit.toString()],
-    );
+    await startAtHead(database.db, store, [name]);
     const runner = createProjectionRunner(store, database.db, [recorder(name)], log);
     await runner.start();
     try {
@@ -186,11 +188,7 @@ describe('projection runner', () => {
     "a lost commit is applied again without waiting for the read model's next event (the rows are audited; skipped without DATABASE_URL)",
     async () => {
       const name = 'lost-quiet';
-      const head = await store.headPosition();
-      await database.db.query(
-        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-        [name, head.commit.toString()],
-      );
+      await startAtHead(database.db, store, [name]);
       const runner = createProjectionRunner(store, database.db, [recorder(name)], log, { auditEveryMs: 50 });
       await runner.start();
       try {
@@ -287,11 +285,7 @@ describe('projection runner', () => {
       keys.map((key, n) => ({ type: 'Keyed', data: { n, key } })),
     );
   const startAt = async (name: string) => {
-    const head = await store.headPosition();
-    await database.db.query(
-      `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-      [name, head.commit.toString()],
-    );
+    await startAtHead(database.db, store, [name]);
   };
 
   it('reacts in log order per key and side by side across keys, each event once', async () => {
@@ -422,12 +416,7 @@ describe('projection runner: one subscription per process, fanned out', () => {
   });
 
   it('a failed projection holds back none of the others', async () => {
-    const head = await store.headPosition();
-    for (const name of ['fine', 'broken'])
-      await database.db.query(
-        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-        [name, head.commit.toString()],
-      );
+    await startAtHead(database.db, store, ['fine', 'broken']);
     const broken = recorder('broken', async (n) => {
       if (n === 102) throw new TypeError('no such field');
     });
@@ -449,12 +438,7 @@ describe('projection runner: one subscription per process, fanned out', () => {
   });
   it('applies a batch to every live read model in one shared transaction', async () => {
     const names = ['group-a', 'group-b', 'group-c'];
-    const head = await store.headPosition();
-    for (const name of names)
-      await database.db.query(
-        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-        [name, head.commit.toString()],
-      );
+    await startAtHead(database.db, store, names);
     let transactions = 0;
     let oneRoundTrip = 0;
     const counted: Database = {
@@ -514,12 +498,7 @@ describe('projection runner: one subscription per process, fanned out', () => {
     // whole group is undone there, and then each read model applies the batch in its own transaction.
     await database.db.query('CREATE TABLE strict_seen (n int PRIMARY KEY CHECK (n <> 703))');
     const names = ['strict-a', 'strict-b'];
-    const head = await store.headPosition();
-    for (const name of names)
-      await database.db.query(
-        `INSERT INTO projection_checkpoints (name, commit_position, prepare_position) VALUES ($1, $2, $2)`,
-        [name, head.commit.toString()],
-      );
+    await startAtHead(database.db, store, names);
     const fine: Projection = {
       name: 'strict-a',
       handles: ['Numbered'],
