@@ -210,13 +210,14 @@ interface Consumer {
   rowExists: boolean;
   /** When it last wrote its checkpoint (performance.now()). */
   savedAt: number;
-  /**
-   * What its checkpoint row held when this instance last locked or wrote it (undefined: not known). A
-   * shared transaction states it instead of reading the row first (see runGroup).
-   */
-  stored?: Position;
   /** The last position this instance knows it committed to the row (or read from it at start). */
   committed?: Position;
+  /**
+   * Whether the row holds `committed` as far as this instance knows (false after a transaction whose
+   * outcome is unknown, or a refusal): a shared transaction then states it instead of reading the row first
+   * (see inOneRoundTrip).
+   */
+  rowKnown: boolean;
   /** Its row, found behind `committed` by the audit (see auditCheckpoints): rewound at its next turn. */
   lost?: Position;
   /** Until when (performance.now()) another instance is taken to move its checkpoint too: no guessing. */
@@ -264,6 +265,7 @@ export function createProjectionRunner(
     rowExists: false,
     savedAt: 0,
     contendedUntil: 0,
+    rowKnown: false,
   }));
   const waiters = new Set<() => void>();
   const unwatch: (() => void)[] = [];
@@ -391,8 +393,8 @@ export function createProjectionRunner(
   /** Once a transaction that locked checkpoints committed: where each of its rows stands now. */
   const remember = (rows: { c: Consumer; at: Position }[]) =>
     rows.forEach((r) => {
-      r.c.stored = r.at;
       r.c.committed = r.at;
+      r.c.rowKnown = true;
     });
 
   /**
@@ -439,15 +441,15 @@ export function createProjectionRunner(
       },
     );
     c.at = row;
-    c.stored = row;
     c.committed = row;
+    c.rowKnown = true;
     c.mode = 'catch-up';
     c.queue = [];
     c.queued = 0;
     c.unsaved = 0;
   };
   /** Once such a transaction failed: whether its rows moved is not known (`committed` stays as it was). */
-  const forget = (cs: Consumer[]) => cs.forEach((c) => (c.stored = undefined));
+  const forget = (cs: Consumer[]) => cs.forEach((c) => (c.rowKnown = false));
 
   // ---- read models applied together ----------------------------------------------------------------
   // The shared feed wakes every live read model with the same events at once. Instead of one transaction
@@ -515,11 +517,12 @@ export function createProjectionRunner(
    */
   const inOneRoundTrip = async (members: Member[]): Promise<boolean> => {
     const now = performance.now();
-    if (db.kind !== 'pg' || members.some(({ c }) => !c.stored || c.contendedUntil > now)) return false;
+    if (db.kind !== 'pg' || members.some(({ c }) => !c.rowKnown || !c.committed || c.contendedUntil > now))
+      return false;
     const expected: CheckpointRow[] = members.map(({ c }) => ({
       name: c.p.name,
-      c: c.stored!.commit.toString(),
-      p: c.stored!.prepare.toString(),
+      c: c.committed!.commit.toString(),
+      p: c.committed!.prepare.toString(),
       fenced: true,
     }));
     const recording = recordingQueryable();
@@ -529,7 +532,7 @@ export function createProjectionRunner(
     } catch (err) {
       if ((err as { code?: unknown })?.code !== 'RM001') throw err;
       for (const { c } of members) {
-        c.stored = undefined;
+        c.rowKnown = false;
         c.contendedUntil = performance.now() + CONTENDED_MS; // from the refusal: a long lock wait uses none of it
       }
       return false;
@@ -756,8 +759,8 @@ export function createProjectionRunner(
           const from = await loadCheckpoint(c.p.name);
           c.rowExists = from !== null;
           c.at = from;
-          c.stored = from ?? undefined;
           c.committed = from ?? undefined;
+          c.rowKnown = from !== null;
           break;
         } catch (err) {
           ensureActive(c, generation);
