@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
+import { composeMessage, envelopeAddress } from './compose';
 
 /** One outgoing e-mail. `key` is its idempotency key (derived from the causing event and the recipient). */
 export interface MailMessage {
@@ -48,15 +49,22 @@ export const messageIdOf = (key: string, from: string) => {
 export const outboxFileName = (key: string) =>
   `${key.replace(/[^\w.-]+/g, '_').slice(0, 120)}-${createHash('sha256').update(key).digest('hex').slice(0, 8)}.eml`;
 
-const envelope = (from: string, m: MailMessage) => ({
-  from,
-  to: m.to,
-  subject: m.subject,
-  text: m.text,
-  ...(m.html ? { html: m.html } : {}),
-  messageId: messageIdOf(m.key, from),
-  headers: { 'X-Idempotency-Key': m.key, ...m.headers },
-});
+/** The message as both transports send it (src/mail/compose.ts), with its Message-ID. */
+const composed = (from: string, m: MailMessage) => {
+  const messageId = messageIdOf(m.key, from);
+  const raw = composeMessage({
+    from,
+    to: m.to,
+    subject: m.subject,
+    text: m.text,
+    ...(m.html !== undefined ? { html: m.html } : {}),
+    messageId,
+    headers: { 'X-Idempotency-Key': m.key, ...m.headers },
+    date: new Date(),
+    key: m.key,
+  });
+  return { messageId, raw };
+};
 
 /**
  * SMTP waits (nodemailer's defaults reach 10 minutes) kept well inside the delivery lease (2 minutes by
@@ -78,8 +86,13 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
     concurrency: SMTP_POOL.maxConnections,
     messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
-      const info = await transport.sendMail(envelope(from, m));
-      return { messageId: info.messageId };
+      const { messageId, raw } = composed(from, m);
+      // Sent as composed: nodemailer only talks SMTP (and dot-stuffs), it builds nothing.
+      await transport.sendMail({
+        envelope: { from: envelopeAddress(from), to: [envelopeAddress(m.to)] },
+        raw,
+      });
+      return { messageId };
     },
     async verify() {
       try {
@@ -97,11 +110,10 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
 const OUTBOX_CONCURRENCY = 16;
 
 /**
- * Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed), as it would go
- * over SMTP (CRLF line ends: converting them cost as much CPU as composing the message).
+ * Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed), byte for byte
+ * as SMTP would send it.
  */
 export function createOutboxMailer(outboxDir: string, from: string): Mailer {
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true });
   // The directory is made once, and again only when it went missing (an operator emptied DATA_DIR).
   let made: Promise<unknown> | undefined;
   const open = async (tmp: string) => {
@@ -121,18 +133,18 @@ export function createOutboxMailer(outboxDir: string, from: string): Mailer {
     concurrency: OUTBOX_CONCURRENCY,
     messageIdFor: (key) => messageIdOf(key, from),
     async send(m) {
-      const info = await transport.sendMail(envelope(from, m));
+      const { messageId, raw } = composed(from, m);
       const file = path.join(outboxDir, outboxFileName(m.key));
       const tmp = `${file}.${process.pid}.tmp`;
       const fh = await open(tmp);
       try {
-        await fh.writeFile(info.message as Buffer);
+        await fh.writeFile(raw);
         await fh.sync();
       } finally {
         await fh.close();
       }
       await fs.rename(tmp, file);
-      return { messageId: info.messageId };
+      return { messageId };
     },
     async verify() {
       try {
@@ -143,7 +155,7 @@ export function createOutboxMailer(outboxDir: string, from: string): Mailer {
         return { provider: 'outbox', status: 'error', detail: (err as Error).message };
       }
     },
-    close: () => transport.close(),
+    close: () => undefined,
   };
 }
 

@@ -1,0 +1,121 @@
+import { simpleParser } from 'mailparser';
+import { composeMessage, envelopeAddress, quotedPrintable } from '../../src/mail/compose';
+
+/** Composed, then read back by a real MIME parser (mailparser, as mail clients read it). */
+const roundTrip = async (over: Partial<Parameters<typeof composeMessage>[0]> = {}) => {
+  const input = {
+    from: 'Coaching <no-reply@coaching.local>',
+    to: 'anna@example.com',
+    subject: 'New booking: Tennis basics',
+    text: 'Hello Anna,\n\nA client booked Tennis basics.\n',
+    html: '<p>Hello Anna,</p><p>A client booked Tennis basics.</p>',
+    messageId: '<abc123@coaching.local>',
+    headers: { 'X-Idempotency-Key': 'event-1/user-1', 'X-Coaching-Template': 'booking' },
+    date: new Date('2026-12-01T08:00:00Z'),
+    key: 'event-1/user-1',
+    ...over,
+  };
+  const raw = composeMessage(input);
+  return { raw: raw.toString('utf8'), parsed: await simpleParser(raw), input };
+};
+
+describe('composeMessage', () => {
+  it('gives a multipart/alternative message a MIME parser reads back field for field', async () => {
+    const { parsed, input } = await roundTrip();
+    expect(parsed.subject).toBe(input.subject);
+    expect(parsed.from?.value).toEqual([{ name: 'Coaching', address: 'no-reply@coaching.local' }]);
+    expect(parsed.to && !Array.isArray(parsed.to) && parsed.to.value[0]?.address).toBe('anna@example.com');
+    expect(parsed.messageId).toBe('<abc123@coaching.local>');
+    expect(parsed.date?.toISOString()).toBe('2026-12-01T08:00:00.000Z');
+    expect(parsed.text).toBe(input.text);
+    expect(parsed.html).toBe(input.html);
+    expect(parsed.headers.get('x-idempotency-key')).toBe('event-1/user-1');
+    expect(parsed.headers.get('x-coaching-template')).toBe('booking');
+    expect(parsed.headers.get('mime-version')).toBe('1.0');
+  });
+
+  it('writes CRLF line ends only, no line over 78 characters, and the same bytes for the same input', async () => {
+    const long = 'word '.repeat(60) + 'x'.repeat(200);
+    const { raw, parsed } = await roundTrip({
+      subject: long.slice(0, 290),
+      text: long,
+      html: `<p>${long}</p>`,
+    });
+    expect(parsed.subject).toBe(long.slice(0, 290).trim());
+    expect(raw).not.toMatch(/[^\r]\n/);
+    expect(raw).not.toMatch(/\r(?!\n)/);
+    for (const line of raw.split('\r\n')) expect(line.length).toBeLessThanOrEqual(78);
+    const encoded = await roundTrip({ subject: 'ü'.repeat(100), from: `${'Ü'.repeat(60)} <a@b.example>` });
+    expect(encoded.parsed.subject).toBe('ü'.repeat(100));
+    expect(encoded.parsed.from?.value[0]?.name).toBe('Ü'.repeat(60));
+    for (const line of encoded.raw.split('\r\n')) expect(line.length).toBeLessThanOrEqual(78);
+    expect((await roundTrip({ subject: 'x' })).raw).toBe((await roundTrip({ subject: 'x' })).raw);
+  });
+
+  it('keeps non-ASCII subjects, names and bodies exactly (encoded words, quoted-printable)', async () => {
+    const subject = 'Buchung: Übungsstunde für Jürgen 🎾 — 日本語のレッスン '.repeat(3).trim();
+    const text = 'Grüße, Zoë!\n\n€ 30 = dreißig; tab\tend \nline with trailing space \n';
+    const { parsed, raw } = await roundTrip({
+      from: 'Coaching Müller <no-reply@coaching.local>',
+      subject,
+      text,
+      html: '<p>Grüße 🎾</p>',
+    });
+    expect(parsed.subject).toBe(subject);
+    expect(parsed.from?.value[0]?.name).toBe('Coaching Müller');
+    expect(parsed.text).toBe(text);
+    expect(parsed.html).toBe('<p>Grüße 🎾</p>');
+    expect([...raw].every((c) => c.charCodeAt(0) < 128)).toBe(true); // 7-bit clean on the wire
+  });
+
+  it('never lets a value start a header of its own (CR/LF in subject, headers or addresses)', async () => {
+    const { parsed } = await roundTrip({
+      subject: 'Hi\r\nBcc: victim@example.com',
+      to: 'anna@example.com\r\nBcc: other@example.com',
+      headers: { 'X-Coaching-Event': 'x\nBcc: third@example.com', 'Bad Name:': 'dropped' },
+    });
+    expect(parsed.headers.has('bcc')).toBe(false);
+    expect(parsed.subject).toBe('Hi Bcc: victim@example.com');
+    expect([...parsed.headers.keys()].some((k) => k.includes('bad'))).toBe(false);
+  });
+
+  it('keeps a long machine-readable header value whole and readable', async () => {
+    const key = `${'a'.repeat(36)}/${'b'.repeat(36)}`;
+    const { raw, parsed } = await roundTrip({ headers: { 'X-Idempotency-Key': key } });
+    expect(raw).toContain(`\r\nX-Idempotency-Key: ${key}\r\n`);
+    expect(parsed.headers.get('x-idempotency-key')).toBe(key);
+  });
+
+  it('a boundary-like line in the body stays body text', async () => {
+    const { parsed } = await roundTrip({ text: '--=_coaching_x\n=_coaching\n.\n..dots\n' });
+    expect(parsed.text).toBe('--=_coaching_x\n=_coaching\n.\n..dots\n');
+  });
+
+  it('a message without HTML is a single text/plain part', async () => {
+    const { parsed, raw } = await roundTrip({ html: undefined });
+    expect(raw).toMatch(/^Content-Type: text\/plain; charset=utf-8\r$/m);
+    expect(raw).not.toMatch(/multipart/);
+    expect(parsed.text).toBe('Hello Anna,\n\nA client booked Tennis basics.\n');
+    expect(parsed.html).toBe(false);
+  });
+
+  it('sends internationalised domains in ASCII (IDNA), in the header and the envelope', async () => {
+    const { raw } = await roundTrip({ to: 'jürgen@bücher.example' });
+    expect(raw).toMatch(/^To: jürgen@xn--bcher-kva\.example\r$/m);
+    expect(envelopeAddress('Coaching <no-reply@coaching.local>')).toBe('no-reply@coaching.local');
+    expect(envelopeAddress('anna@bücher.example')).toBe('anna@xn--bcher-kva.example');
+  });
+});
+
+describe('quotedPrintable', () => {
+  it('encodes "=", non-ASCII and a line-final space, and breaks long lines softly without splitting =XX', () => {
+    expect(quotedPrintable('a=b')).toBe('a=3Db');
+    expect(quotedPrintable('end ')).toBe('end=20');
+    expect(quotedPrintable('ä')).toBe('=C3=A4');
+    const lines = quotedPrintable('é'.repeat(100)).split('\r\n');
+    for (const line of lines) {
+      expect(line.length).toBeLessThanOrEqual(76);
+      expect(line).toMatch(/^(=[0-9A-F]{2})*=?$/);
+    }
+  });
+});
