@@ -422,7 +422,7 @@ async function soak(store: 'postgres' | 'pglite') {
 
   // Quiet: let process managers, the retry job and lease takeovers finish.
   const expectedMails = () =>
-    emails.filter((e) => !smtp.received.some((m) => m.to.includes(e.to) && m.raw.includes(e.code))).length;
+    emails.filter((e) => !smtp.received.some((m) => m.to.includes(e.to) && m.text.includes(e.code))).length;
   const local = (slot: string) => slot.slice(0, 16).replace('T', ' ');
   const missingNotices = () => {
     let n = 0;
@@ -433,7 +433,7 @@ async function soak(store: 'postgres' | 'pglite') {
       ] as const)
         if (
           !smtp.received.some(
-            (m) => m.to.includes(who.email) && m.subject === subject && m.raw.includes(local(b.slot)),
+            (m) => m.to.includes(who.email) && m.subject === subject && m.text.includes(local(b.slot)),
           )
         )
           n++;

@@ -110,27 +110,36 @@ const hexByte = (b: number) => `=${HEX[b >> 4]}${HEX[b & 15]}`;
 
 /**
  * Quoted-printable (RFC 2045 section 6.7) of UTF-8 text: line ends become CRLF, `=`, control and non-ASCII
- * bytes `=XX`, a space or tab ending a line `=20`/`=09`, and lines longer than 76 get soft breaks that never
- * split an `=XX`. No `=` is ever left bare, so a boundary starting with `=_` cannot occur in a part.
+ * bytes `=XX`, a space or tab ending a line `=20`/`=09`, and lines longer than 76 get soft breaks, after the
+ * line's last space where it has one (so words, dates and codes stay whole in the raw text), never inside an
+ * `=XX`. No `=` is ever left bare, so a boundary starting with `=_` cannot occur in a part.
  */
 export function quotedPrintable(text: string): string {
   const out: string[] = [];
   for (const line of text.replace(/\r\n?/g, '\n').split('\n')) {
     const bytes = Buffer.from(line, 'utf8');
     let current = '';
+    /** Where `current` may be cut: just after its last literal space or tab (0: nowhere). */
+    let cut = 0;
     for (let i = 0; i < bytes.length; i++) {
       const b = bytes[i]!;
       const last = i === bytes.length - 1;
-      const token =
-        (b >= 33 && b <= 126 && b !== 61) || ((b === 32 || b === 9) && !last)
-          ? String.fromCharCode(b)
-          : hexByte(b);
+      const blank = (b === 32 || b === 9) && !last;
+      const token = (b >= 33 && b <= 126 && b !== 61) || blank ? String.fromCharCode(b) : hexByte(b);
       // A soft break ("=" at the end) keeps each line at 76 characters at most.
-      if (current.length + token.length > MAX_LINE - (last ? 0 : 1)) {
-        out.push(`${current}=`);
-        current = '';
+      const room = MAX_LINE - (last ? 0 : 1);
+      if (current.length + token.length > room) {
+        if (cut > 0 && current.length - cut + token.length <= room) {
+          out.push(`${current.slice(0, cut)}=`);
+          current = current.slice(cut);
+        } else {
+          out.push(`${current}=`);
+          current = '';
+        }
+        cut = 0;
       }
       current += token;
+      if (blank) cut = current.length;
     }
     out.push(current);
   }

@@ -75,7 +75,7 @@ describe('e-mail over real SMTP', () => {
       from: 'mail@coaching.test',
       subject: 'Booking received: Tennis basics',
     });
-    expect(toClient!.raw).toContain('2026-12-02 10:00 (Europe/Berlin)');
+    expect(toClient!.text).toContain('2026-12-02 10:00 (Europe/Berlin)');
     expect(toCoach!.subject).toBe('New booking: Tennis basics');
     // Stable ids derived from the causing event: same event, same Message-ID domain and key shape.
     expect(toClient!.messageId).toMatch(/^<[0-9a-f]{40}@coaching\.test>$/);
@@ -124,7 +124,7 @@ describe('e-mail over real SMTP', () => {
     expect(cancel.status).toBe(200);
     const coachMails = await mailsTo(emailOf(coach.id), 2);
     expect(coachMails[1]!.subject).toBe('Session canceled: Tennis basics');
-    expect(coachMails[1]!.raw).toContain('Reason: ill');
+    expect(coachMails[1]!.text).toContain('Reason: ill');
     await silence();
     expect(to(emailOf(client.id))).toHaveLength(2);
     expect(to(emailOf(coach.id))).toHaveLength(2);
@@ -250,7 +250,7 @@ describe('crash safety of the delivery ledger', () => {
     expect(await t.system.retryDeferredEmails(later)).toBe(0);
     const [mail] = await mailsTo(emailOf(user.id), 1);
     expect(mail!.messageId).toBe(messageId);
-    expect(mail!.raw).toContain('code 777');
+    expect(mail!.text).toContain('code 777');
     const row = await eventually(
       async () =>
         (
@@ -409,7 +409,7 @@ describe('private e-mail endpoints (18 to 23)', () => {
     expect(again.body.id).toBe(res.body.id);
     const [mail] = await mailsTo(emailOf(user.id), 1);
     expect(mail!.subject).toBe('Verify your e-mail address');
-    expect(mail!.raw).toContain('481516');
+    expect(mail!.text).toContain('481516');
     await silence();
     expect(to(emailOf(user.id))).toHaveLength(1);
   });

@@ -1,10 +1,13 @@
 import type { AddressInfo } from 'node:net';
+import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
 export interface ReceivedMail {
   from: string;
   to: string[];
   raw: string;
+  /** The plain-text part, decoded (quoted-printable breaks its raw lines anywhere). */
+  text: string;
   subject: string;
   messageId: string;
   idempotencyKey: string;
@@ -51,11 +54,13 @@ export async function startSmtpServer() {
       stream.on('end', async () => {
         if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
         const raw = Buffer.concat(chunks).toString('utf8');
+        const parsed = await simpleParser(raw);
         received.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address),
           raw,
-          subject: header(raw, 'Subject'),
+          text: parsed.text ?? '',
+          subject: parsed.subject ?? header(raw, 'Subject'),
           messageId: header(raw, 'Message-ID'),
           idempotencyKey: header(raw, 'X-Idempotency-Key'),
         });

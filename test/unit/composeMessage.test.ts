@@ -118,4 +118,16 @@ describe('quotedPrintable', () => {
       expect(line).toMatch(/^(=[0-9A-F]{2})*=?$/);
     }
   });
+
+  it('breaks after a space where the line has one: words, dates and codes stay whole in the raw text', async () => {
+    for (let shift = 0; shift < 80; shift++) {
+      const text = `${'a'.repeat(shift)} Your booking of Tennis basics on 2026-12-02 08:00 (Europe/Berlin), code 481516 is received and waits.`;
+      const encoded = quotedPrintable(text);
+      for (const word of ['2026-12-02', '08:00', '481516', '(Europe/Berlin),'])
+        expect(encoded).toContain(word);
+      for (const line of encoded.split('\r\n')) expect(line.length).toBeLessThanOrEqual(76);
+      const { parsed } = await roundTrip({ text, html: undefined });
+      expect(parsed.text).toBe(`${text}\n`);
+    }
+  });
 });
