@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServerTimeouts } from './http/server';
+import { envelopeAddress } from './mail/compose';
 
 /** Runtime configuration, read once from the environment (see README "Configuration"). */
 export interface Config {
@@ -127,6 +128,19 @@ function webhookConfig(env: NodeJS.ProcessEnv): Config['webhooks'] {
   return { signingKey: derived, usingDevKey: false, allowLoopback };
 }
 
+/** MAIL_FROM: one sender mailbox (`Name <address>` or an address), checked at start: a bad one failed every mail. */
+function mailFrom(env: NodeJS.ProcessEnv): string {
+  const from = env.MAIL_FROM || 'Coaching <no-reply@coaching.local>';
+  try {
+    envelopeAddress(from);
+  } catch {
+    throw new ConfigError(
+      `MAIL_FROM must be one sender, "Name <address>" or an address; got ${JSON.stringify(from)}`,
+    );
+  }
+  return from;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
@@ -145,7 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : undefined,
     smtpUrl: env.SMTP_URL || undefined,
-    mailFrom: env.MAIL_FROM ?? 'Coaching <no-reply@coaching.local>',
+    mailFrom: mailFrom(env),
     jwt: {
       secret: env.JWT_SECRET || (env.JWT_PUBLIC_KEY ? undefined : DEV_JWT_SECRET),
       publicKey: env.JWT_PUBLIC_KEY || undefined,

@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, intIn, isCalendarDate, refine, strict } from '../../src/http/validation';
+import { isMailbox } from '../../src/mail/compose';
 
 const text = (max: number) => boundedString(max);
 
@@ -30,7 +31,8 @@ const BirthDate = refine(
 
 const Email = refine(
   t.string,
-  (s) => s.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s),
+  // One mailbox the mailer can send to (src/mail/compose.ts), with a dot in its domain.
+  (s) => s.length <= 254 && isMailbox(s) && /@[^@]+\.[^@]+$/.test(s),
   'email',
   'Input should be a valid e-mail address',
 );

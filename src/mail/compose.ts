@@ -3,14 +3,14 @@ import { domainToASCII } from 'node:url';
 
 /**
  * The RFC 5322 / MIME text of one e-mail, built directly: a plain-text part and, when given, an HTML
- * alternative, both UTF-8 in quoted-printable; header values that are not plain ASCII as RFC 2047 encoded
+ * alternative, both UTF-8 in quoted-printable; header text that is not plain ASCII as RFC 2047 encoded
  * words; CRLF line ends; lines of at most 78 characters, except a header word longer than that (a key),
- * which stays whole. Both mail transports send exactly this (the
- * outbox writes it, SMTP sends it as nodemailer's `raw`): nodemailer's own composer built the same message
- * at about 0.24 ms of CPU each, a tenth of a booking's CPU in all.
+ * which stays whole. Both mail transports send exactly this (the outbox writes it, SMTP sends it as
+ * nodemailer's `raw`): nodemailer's own composer built the same message at about 0.24 ms of CPU each, a
+ * tenth of a booking's CPU in all.
  *
- * The output depends only on its input (the boundary comes from the idempotency key), so every attempt at
- * one delivery sends the same bytes.
+ * Every attempt at one delivery sends the same message: the same Message-ID and boundary (from the
+ * idempotency key), the same parts; only the Date header tells the attempts apart.
  */
 export interface ComposeInput {
   from: string;
@@ -31,17 +31,45 @@ const MAX_LINE = 76;
 // Printable ASCII and spaces/tabs only: anything else (a CR or LF included) needs encoding.
 const PLAIN_HEADER = /^[\x20-\x7e\t]*$/;
 const FIELD_NAME = /^[!-9;-~]+$/;
+/** Fields this module writes itself: an extra header by one of these names would be a second copy. */
+const OWN_FIELDS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'message-id',
+  'date',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+]);
+/**
+ * One mailbox: something, an @, a domain; no whitespace, commas, semicolons, angle brackets, quotes or
+ * parentheses, which would make a header name more (or other) recipients than the envelope does.
+ */
+const MAILBOX = /^[^\s@,;<>()"\\[\]:]+@[^\s@,;<>()"\\[\]:]+$/u;
 
-/** Folds an ASCII header line at spaces so no line passes 78 characters where a space allows it. */
+/** Whether `s` is one bare mailbox the mailer sends to (profiles are checked with this when written). */
+export const isMailbox = (s: string) => MAILBOX.test(s);
+
+/**
+ * Folds an ASCII header line before a word that would take it past 78 characters. Unfolding (dropping the
+ * CRLFs) gives the value back exactly; a continuation line never starts with an empty word, so none is
+ * blank.
+ */
 function fold(name: string, value: string): string {
-  const words = value.split(' ');
-  let line = `${name}:`;
   const lines: string[] = [];
-  for (const word of words) {
-    if (line.length + 1 + word.length > 78 && line.trim().length > name.length + 1) {
+  let line = `${name}:`;
+  let words = 0;
+  for (const word of value.split(' ')) {
+    if (word !== '' && words > 0 && line.length + 1 + word.length > 78) {
       lines.push(line);
-      line = ` ${word}`;
-    } else line += ` ${word}`;
+      line = '';
+      words = 0;
+    }
+    line += ` ${word}`;
+    if (word !== '') words++;
   }
   lines.push(line);
   return lines.join(CRLF);
@@ -49,20 +77,20 @@ function fold(name: string, value: string): string {
 
 /**
  * RFC 2047 "B" encoded words for a value with non-ASCII characters, split between characters (never inside
- * one, never inside a surrogate pair): the first word fits the `firstRoom` characters left after the field
- * name, the others a continuation line of 78.
+ * one, never inside a surrogate pair), each at most 75 characters as RFC 2047 asks: the first fits the
+ * `firstRoom` characters left on the field's first line, the others a continuation line of 76.
  */
 function encodedWords(value: string, firstRoom: number): string[] {
   // Bytes a word of `room` characters holds: "=?UTF-8?B?" and "?=" take 12, base64 gives 4 per 3 bytes.
   const bytesFor = (room: number) => Math.max(3, Math.floor((room - 12) / 4) * 3);
   const words: string[] = [];
-  let limit = bytesFor(firstRoom);
+  let limit = bytesFor(Math.min(75, firstRoom));
   let chunk = '';
   for (const ch of value) {
     if (chunk && Buffer.byteLength(chunk + ch) > limit) {
       words.push(chunk);
       chunk = '';
-      limit = bytesFor(77);
+      limit = bytesFor(75);
     }
     chunk += ch;
   }
@@ -74,36 +102,63 @@ function encodedWords(value: string, firstRoom: number): string[] {
 function textHeader(name: string, raw: string): string {
   const value = raw.replace(/[\r\n]+/g, ' ');
   // Plain ASCII stays readable (and greppable: idempotency keys), folded at spaces where it has them; a word
-  // past 78 characters stays whole (RFC 5322 allows lines of 998). Non-ASCII, or a word past that, is encoded.
-  if (PLAIN_HEADER.test(value) && value.split(' ').every((w) => w.length <= 900)) return fold(name, value);
-  return `${name}: ${encodedWords(value, 78 - name.length - 2).join(`${CRLF} `)}`;
+  // past 78 characters stays whole (RFC 5322 allows lines of 998). Non-ASCII, or a line that would still
+  // pass 998 (a very long word, a long run of spaces), is encoded.
+  if (PLAIN_HEADER.test(value)) {
+    const folded = fold(name, value);
+    if (folded.split(CRLF).every((l) => l.length <= 998)) return folded;
+  }
+  return `${name}: ${encodedWords(value, 76 - name.length - 2).join(`${CRLF} `)}`;
 }
 
 /** An address with its domain in ASCII (IDNA), as SMTP servers expect it. */
 function asciiAddress(address: string): string {
   const at = address.lastIndexOf('@');
   if (at < 0) return address;
-  const domain = address.slice(at + 1);
-  return `${address.slice(0, at)}@${PLAIN_HEADER.test(domain) ? domain : domainToASCII(domain) || domain}`;
+  return `${address.slice(0, at)}@${asciiDomain(address.slice(at + 1))}`;
 }
 
-/** A mailbox header: `Name <address>` or a bare address; a non-ASCII display name is encoded. */
+/** A domain in ASCII (IDNA); as given when it is ASCII already or not a valid name. */
+export const asciiDomain = (domain: string) =>
+  PLAIN_HEADER.test(domain) ? domain : domainToASCII(domain) || domain;
+
+/** `Name <address>` or a bare address, as written in MAIL_FROM or a profile; null if no single mailbox. */
+function parseMailbox(raw: string): { display: string; address: string } | null {
+  const value = raw.trim();
+  const angle = /^(.*?)\s*<([^<>]*)>$/.exec(value);
+  const address = (angle ? angle[2]! : value).trim();
+  if (!MAILBOX.test(address)) return null;
+  let display = angle ? angle[1]!.trim() : '';
+  // A quoted display name: its quotes and backslash escapes are syntax, not part of the name.
+  const quoted = /^"((?:[^"\\]|\\.)*)"$/.exec(display);
+  if (quoted) display = quoted[1]!.replace(/\\(.)/g, '$1');
+  return { display, address: asciiAddress(address) };
+}
+
+/** An error a mail server would answer with 553: permanent, so the delivery is recorded as failed. */
+const badMailbox = (what: string, value: string) =>
+  Object.assign(new Error(`${what} is not one e-mail address: ${JSON.stringify(value)}`), {
+    responseCode: 553,
+  });
+
+/** The address of `Name <address>` (or the bare address), for the SMTP envelope; throws if not one mailbox. */
+export function envelopeAddress(mailbox: string): string {
+  const parsed = parseMailbox(mailbox);
+  if (!parsed) throw badMailbox('the address', mailbox);
+  return parsed.address;
+}
+
+/** A mailbox header, the display name quoted (ASCII) or encoded (otherwise); throws if not one mailbox. */
 function mailboxHeader(name: string, raw: string): string {
-  const value = raw.replace(/[\r\n]+/g, ' ').trim();
-  const angle = /^(.*?)\s*<([^<>]+)>$/.exec(value);
-  if (!angle) return `${name}: ${asciiAddress(value)}`;
-  const display = angle[1]!.replace(/^"(.*)"$/, '$1');
-  const address = asciiAddress(angle[2]!);
-  if (!display) return `${name}: <${address}>`;
+  const parsed = parseMailbox(raw);
+  if (!parsed) throw badMailbox(name, raw);
+  const { display, address } = parsed;
+  if (!display) return `${name}: ${address}`;
   const shown = PLAIN_HEADER.test(display)
     ? `"${display.replace(/["\\]/g, '\\$&')}"`
-    : encodedWords(display, 78 - name.length - 2).join(`${CRLF} `);
+    : encodedWords(display, 76 - name.length - 2).join(`${CRLF} `);
   return `${name}: ${shown}${CRLF} <${address}>`;
 }
-
-/** The address of `Name <address>` (or the bare address), for the SMTP envelope. */
-export const envelopeAddress = (mailbox: string) =>
-  asciiAddress(/<([^<>]+)>\s*$/.exec(mailbox)?.[1]?.trim() ?? mailbox.trim());
 
 const HEX = '0123456789ABCDEF';
 const hexByte = (b: number) => `=${HEX[b >> 4]}${HEX[b & 15]}`;
@@ -164,10 +219,11 @@ export function composeMessage(m: ComposeInput): Buffer {
     `Date: ${m.date.toUTCString().replace(/GMT$/, '+0000')}`,
     'MIME-Version: 1.0',
     ...Object.entries(m.headers)
-      .filter(([name]) => FIELD_NAME.test(name))
+      .filter(([name]) => FIELD_NAME.test(name) && !OWN_FIELDS.has(name.toLowerCase()))
       .map(([name, value]) => textHeader(name, value)),
   ];
-  if (m.html === undefined) {
+  // An empty HTML part would be the alternative clients show: a blank message. Text alone, then.
+  if (!m.html) {
     const single = [...head, part('text/plain', m.text)].join(CRLF);
     return Buffer.from(single.endsWith(CRLF) ? single : single + CRLF, 'utf8');
   }

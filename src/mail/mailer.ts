@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
-import { composeMessage, envelopeAddress } from './compose';
+import { asciiDomain, composeMessage, envelopeAddress } from './compose';
 
 /** One outgoing e-mail. `key` is its idempotency key (derived from the causing event and the recipient). */
 export interface MailMessage {
@@ -41,7 +41,8 @@ export interface Mailer {
  * system can drop a duplicate even if one slipped through.
  */
 export const messageIdOf = (key: string, from: string) => {
-  const domain = /@([^>\s]+)/.exec(from)?.[1] ?? 'coaching.local';
+  // In ASCII (IDNA) like the addresses: the header must stay 7-bit for servers without SMTPUTF8.
+  const domain = asciiDomain(/@([^>\s]+)/.exec(from)?.[1] ?? 'coaching.local');
   return `<${createHash('sha256').update(key).digest('hex').slice(0, 40)}@${domain}>`;
 };
 
@@ -57,7 +58,7 @@ const composed = (from: string, m: MailMessage) => {
     to: m.to,
     subject: m.subject,
     text: m.text,
-    ...(m.html !== undefined ? { html: m.html } : {}),
+    ...(m.html ? { html: m.html } : {}),
     messageId,
     headers: { 'X-Idempotency-Key': m.key, ...m.headers },
     date: new Date(),

@@ -286,6 +286,10 @@ beforeAll(async () => {
         ['birthDate in year 0', { birthDate: '0000-01-01' }],
         ['birthDate in 1899', { birthDate: '1899-12-31' }],
         ['experience 1e308', { experience: 1e308 }],
+        // Addresses a mail header would read as more (or other) recipients than one.
+        ['email naming two mailboxes', { email: 'a,b@example.com' }],
+        ['email with a semicolon', { email: 'a;b@example.com' }],
+        ['email with quotes', { email: '"a"@example.com' }],
       ],
     },
     'POST /api/v1/coach/services': {

@@ -1,5 +1,7 @@
 import { simpleParser } from 'mailparser';
+import { ConfigError, loadConfig } from '../../src/config';
 import { composeMessage, envelopeAddress, quotedPrintable } from '../../src/mail/compose';
+import { messageIdOf } from '../../src/mail/mailer';
 
 /** Composed, then read back by a real MIME parser (mailparser, as mail clients read it). */
 const roundTrip = async (over: Partial<Parameters<typeof composeMessage>[0]> = {}) => {
@@ -48,7 +50,13 @@ describe('composeMessage', () => {
     const encoded = await roundTrip({ subject: 'ü'.repeat(100), from: `${'Ü'.repeat(60)} <a@b.example>` });
     expect(encoded.parsed.subject).toBe('ü'.repeat(100));
     expect(encoded.parsed.from?.value[0]?.name).toBe('Ü'.repeat(60));
-    for (const line of encoded.raw.split('\r\n')) expect(line.length).toBeLessThanOrEqual(78);
+    for (const line of encoded.raw.split('\r\n')) {
+      expect(line.length).toBeLessThanOrEqual(78);
+      // RFC 2047: an encoded word of at most 75 characters, on a line of at most 76.
+      for (const word of line.match(/=\?UTF-8\?B\?[^?]*\?=/g) ?? [])
+        expect(word.length).toBeLessThanOrEqual(75);
+      if (line.includes('=?UTF-8?B?')) expect(line.length).toBeLessThanOrEqual(76);
+    }
     expect((await roundTrip({ subject: 'x' })).raw).toBe((await roundTrip({ subject: 'x' })).raw);
   });
 
@@ -65,18 +73,36 @@ describe('composeMessage', () => {
     expect(parsed.from?.value[0]?.name).toBe('Coaching Müller');
     expect(parsed.text).toBe(text);
     expect(parsed.html).toBe('<p>Grüße 🎾</p>');
-    expect([...raw].every((c) => c.charCodeAt(0) < 128)).toBe(true); // 7-bit clean on the wire
+    expect([...raw].every((c) => c.charCodeAt(0) < 128)).toBe(true); // 7-bit clean with ASCII addresses
   });
 
   it('never lets a value start a header of its own (CR/LF in subject, headers or addresses)', async () => {
     const { parsed } = await roundTrip({
       subject: 'Hi\r\nBcc: victim@example.com',
-      to: 'anna@example.com\r\nBcc: other@example.com',
-      headers: { 'X-Coaching-Event': 'x\nBcc: third@example.com', 'Bad Name:': 'dropped' },
+      headers: {
+        'X-Coaching-Event': 'x\nBcc: third@example.com',
+        'Bad Name:': 'dropped',
+        Subject: 'a second subject',
+        bcc: 'fourth@example.com',
+      },
     });
     expect(parsed.headers.has('bcc')).toBe(false);
     expect(parsed.subject).toBe('Hi Bcc: victim@example.com');
     expect([...parsed.headers.keys()].some((k) => k.includes('bad'))).toBe(false);
+    expect((await roundTrip()).raw.match(/^Subject:/gm)).toHaveLength(1);
+  });
+
+  it('refuses, as a permanent failure (553), a recipient that is not one mailbox', async () => {
+    for (const to of [
+      'anna@example.com\r\nBcc: other@example.com',
+      'a,b@c.de',
+      'anna@example.com; bob@example.com',
+      'no-at-sign',
+      'Anna <anna@example.com>, bob@example.com',
+    ]) {
+      await expect(roundTrip({ to })).rejects.toMatchObject({ responseCode: 553 });
+      expect(() => envelopeAddress(to)).toThrow();
+    }
   });
 
   it('keeps a long machine-readable header value whole and readable', async () => {
@@ -84,6 +110,35 @@ describe('composeMessage', () => {
     const { raw, parsed } = await roundTrip({ headers: { 'X-Idempotency-Key': key } });
     expect(raw).toContain(`\r\nX-Idempotency-Key: ${key}\r\n`);
     expect(parsed.headers.get('x-idempotency-key')).toBe(key);
+  });
+
+  it('keeps a quoted display name as it reads, quotes and backslashes included', async () => {
+    const { parsed } = await roundTrip({ from: '"A \\"B\\" C\\\\D" <x@y.example>' });
+    expect(parsed.from?.value).toEqual([{ name: 'A "B" C\\D', address: 'x@y.example' }]);
+    const plain = await roundTrip({ from: 'Coaching, Inc. <x@y.example>' });
+    expect(plain.parsed.from?.value).toEqual([{ name: 'Coaching, Inc.', address: 'x@y.example' }]);
+  });
+
+  it('sends text alone when the HTML is empty (an empty alternative would show a blank message)', async () => {
+    const { parsed, raw } = await roundTrip({ html: '' });
+    expect(raw).not.toMatch(/multipart/);
+    expect(parsed.html).toBe(false);
+  });
+
+  it('folds long ASCII subjects without blank lines and with the value intact, runs of spaces included', async () => {
+    for (const subject of [
+      `${'x'.repeat(75)} `,
+      `New booking: Tennis${' '.repeat(1200)}x`,
+      `${'ab '.repeat(40)}${'y'.repeat(100)} z`,
+    ]) {
+      const { raw, parsed } = await roundTrip({ subject });
+      const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+      for (const line of head.split('\r\n')) {
+        expect(line.length).toBeLessThanOrEqual(998);
+        expect(line.trim()).not.toBe('');
+      }
+      expect(parsed.subject?.replace(/ +/g, ' ').trim()).toBe(subject.replace(/ +/g, ' ').trim());
+    }
   });
 
   it('a boundary-like line in the body stays body text', async () => {
@@ -104,6 +159,18 @@ describe('composeMessage', () => {
     expect(raw).toMatch(/^To: jürgen@xn--bcher-kva\.example\r$/m);
     expect(envelopeAddress('Coaching <no-reply@coaching.local>')).toBe('no-reply@coaching.local');
     expect(envelopeAddress('anna@bücher.example')).toBe('anna@xn--bcher-kva.example');
+    expect(messageIdOf('k', 'Coaching <no-reply@bücher.example>')).toMatch(/@xn--bcher-kva\.example>$/);
+  });
+});
+
+describe('MAIL_FROM', () => {
+  it('is checked at start: one sender mailbox, or the service does not start', () => {
+    expect(loadConfig({ MAIL_FROM: 'Coaching <hello@coaching.example>' }).mailFrom).toBe(
+      'Coaching <hello@coaching.example>',
+    );
+    expect(loadConfig({}).mailFrom).toBe('Coaching <no-reply@coaching.local>');
+    for (const bad of ['noreply', 'a@b.example, c@d.example', 'Coaching <>'])
+      expect(() => loadConfig({ MAIL_FROM: bad })).toThrow(ConfigError);
   });
 });
 
