@@ -48,28 +48,33 @@ const OWN_FIELDS = new Set([
  * One mailbox: something, an @, a domain; no whitespace, commas, semicolons, angle brackets, quotes or
  * parentheses, which would make a header name more (or other) recipients than the envelope does.
  */
-const MAILBOX = /^[^\s@,;<>()"\\[\]:]+@[^\s@,;<>()"\\[\]:]+$/u;
+// eslint-disable-next-line no-control-regex -- control characters are what it must refuse
+const MAILBOX = /^[^\s\x00-\x1f\x7f@,;<>()"\\[\]:]+@[^\s\x00-\x1f\x7f@,;<>()"\\[\]:]+$/u;
 
-/** Whether `s` is one bare mailbox the mailer sends to (profiles are checked with this when written). */
-export const isMailbox = (s: string) => MAILBOX.test(s);
+/**
+ * Whether `s` is one bare mailbox the mailer sends to (profiles are checked with this when written), checked
+ * as it is sent: after IDNA, which maps fullwidth commas, semicolons and parentheses in a domain to ASCII.
+ */
+export const isMailbox = (s: string) => MAILBOX.test(s) && MAILBOX.test(asciiAddress(s));
 
 /**
  * Folds an ASCII header line before a word that would take it past 78 characters. Unfolding (dropping the
- * CRLFs) gives the value back exactly; a continuation line never starts with an empty word, so none is
- * blank.
+ * CRLFs) gives the value back exactly; a continuation line always holds a word, so none is blank. A run of
+ * spaces is not broken inside (it is kept whole on its line, within RFC 5322's 998).
  */
 function fold(name: string, value: string): string {
   const lines: string[] = [];
   let line = `${name}:`;
   let words = 0;
   for (const word of value.split(' ')) {
-    if (word !== '' && words > 0 && line.length + 1 + word.length > 78) {
+    const real = word.trim() !== ''; // a word of tabs alone would make a blank line
+    if (real && words > 0 && line.length + 1 + word.length > 78) {
       lines.push(line);
       line = '';
       words = 0;
     }
     line += ` ${word}`;
-    if (word !== '') words++;
+    if (real) words++;
   }
   lines.push(line);
   return lines.join(CRLF);
@@ -127,7 +132,7 @@ function parseMailbox(raw: string): { display: string; address: string } | null 
   const value = raw.trim();
   const angle = /^(.*?)\s*<([^<>]*)>$/.exec(value);
   const address = (angle ? angle[2]! : value).trim();
-  if (!MAILBOX.test(address)) return null;
+  if (!isMailbox(address)) return null;
   let display = angle ? angle[1]!.trim() : '';
   // A quoted display name: its quotes and backslash escapes are syntax, not part of the name.
   const quoted = /^"((?:[^"\\]|\\.)*)"$/.exec(display);

@@ -42,8 +42,17 @@ export interface Mailer {
  */
 export const messageIdOf = (key: string, from: string) => {
   // In ASCII (IDNA) like the addresses: the header must stay 7-bit for servers without SMTPUTF8.
-  const domain = asciiDomain(/@([^>\s]+)/.exec(from)?.[1] ?? 'coaching.local');
+  // The sender's address, not its display name (which may hold an @ of its own).
+  const domain = asciiDomain(/@([^@]+)$/.exec(senderAddress(from))?.[1] ?? 'coaching.local');
   return `<${createHash('sha256').update(key).digest('hex').slice(0, 40)}@${domain}>`;
+};
+
+const senderAddress = (from: string) => {
+  try {
+    return envelopeAddress(from);
+  } catch {
+    return ''; // refused at start (config.ts); a caller with another sender gets the default domain
+  }
 };
 
 /** A file name safe on every filesystem, unique per key. */

@@ -290,6 +290,7 @@ beforeAll(async () => {
         ['email naming two mailboxes', { email: 'a,b@example.com' }],
         ['email with a semicolon', { email: 'a;b@example.com' }],
         ['email with quotes', { email: '"a"@example.com' }],
+        ['email with a fullwidth comma in its domain', { email: 'x@evil.com\uff0cy.org' }],
       ],
     },
     'POST /api/v1/coach/services': {

@@ -99,6 +99,9 @@ describe('composeMessage', () => {
       'anna@example.com; bob@example.com',
       'no-at-sign',
       'Anna <anna@example.com>, bob@example.com',
+      'x@evil.com\uff0cy.org', // a fullwidth comma, which IDNA turns into ","
+      'x@a\uff1bb.com',
+      'a\u0001b@x.com',
     ]) {
       await expect(roundTrip({ to })).rejects.toMatchObject({ responseCode: 553 });
       expect(() => envelopeAddress(to)).toThrow();
@@ -130,6 +133,8 @@ describe('composeMessage', () => {
       `${'x'.repeat(75)} `,
       `New booking: Tennis${' '.repeat(1200)}x`,
       `${'ab '.repeat(40)}${'y'.repeat(100)} z`,
+      `${'x'.repeat(68)} \t`,
+      `Tennis basics\r\n\t`,
     ]) {
       const { raw, parsed } = await roundTrip({ subject });
       const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
@@ -160,6 +165,7 @@ describe('composeMessage', () => {
     expect(envelopeAddress('Coaching <no-reply@coaching.local>')).toBe('no-reply@coaching.local');
     expect(envelopeAddress('anna@bücher.example')).toBe('anna@xn--bcher-kva.example');
     expect(messageIdOf('k', 'Coaching <no-reply@bücher.example>')).toMatch(/@xn--bcher-kva\.example>$/);
+    expect(messageIdOf('k', '"Team@Coaching" <x@y.example>')).toMatch(/^<[0-9a-f]{40}@y\.example>$/);
   });
 });
 
