@@ -355,6 +355,29 @@ describe('crash safety of the delivery ledger', () => {
     expect(smtp.received.filter((r) => r.idempotencyKey === key)).toHaveLength(1);
   });
 
+  it('an address stored before it had to be one mailbox fails its delivery for good, and nothing is sent', async () => {
+    const { store, mailer, log } = t.system.deps;
+    const ledger = deliveries({ store, mailer, log, clock: () => now, leaseMs: 4000 });
+    const user = await m.client();
+    const cause = randomUUID();
+    const key = `${cause}/${user.id}`;
+    // What a header parser reads as two recipients, one of them not the user.
+    const message = {
+      key,
+      to: `${user.id.slice(0, 8)},other@example.com`,
+      subject: 'Hi',
+      text: cause,
+      headers: {},
+    };
+    expect(await ledger.deliver(cause, user.id, message, 'verification', {})).toBe('failed');
+    const ledgerEvents = (await store.readStream(deliveryStream(cause, user.id))).events.map((e) => e.type);
+    expect(ledgerEvents).toEqual(['DeliveryClaimed', 'DeliveryFailed']);
+    await silence();
+    expect(
+      smtp.received.filter((r) => r.idempotencyKey === key || r.to.includes('other@example.com')),
+    ).toEqual([]);
+  });
+
   it('a fresh read-model database, rebuilt from the log, sends nothing again and shows every delivery', async () => {
     const { coach, client } = await booked();
     await mailsTo(emailOf(client.id), 1);
