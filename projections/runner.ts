@@ -451,6 +451,32 @@ export function createProjectionRunner(
   /** Once such a transaction failed: whether its rows moved is not known (`committed` stays as it was). */
   const forget = (cs: Consumer[]) => cs.forEach((c) => (c.rowKnown = false));
 
+  /**
+   * Batches applied in one transaction that first locks (and reads) their checkpoint rows with `lock`;
+   * `guard` runs on the locked rows before anything is applied. Afterwards each consumer knows what its row
+   * holds, or, if the transaction failed, that it does not.
+   */
+  const applyUnderLock = async (
+    lock: string,
+    batches: { c: Consumer; events: RecordedEvent[]; mine: RecordedEvent[] }[],
+    recording: ReturnType<typeof recordingQueryable> | null,
+    guard?: (tx: Queryable, locked: CheckpointRow[]) => Promise<void>,
+  ) => {
+    let rows: { c: Consumer; at: Position }[] = [];
+    await db
+      .framedTransaction<CheckpointRow, void>(lock, async (tx, locked) => {
+        await guard?.(tx, locked);
+        const applied = await applyLocked(tx, locked, batches, recording?.tx ?? tx);
+        rows = applied.rows;
+        return { value: undefined, last: joinSql(recording?.take() ?? '', applied.save) };
+      })
+      .catch((err: unknown) => {
+        forget(batches.map((b) => b.c));
+        throw err;
+      });
+    remember(rows);
+  };
+
   // ---- read models applied together ----------------------------------------------------------------
   // The shared feed wakes every live read model with the same events at once. Instead of one transaction
   // each (four round trips and a commit apiece), those that reach this point in the same turn of the event
@@ -484,17 +510,11 @@ export function createProjectionRunner(
         // COMMIT (src/db/recordedBatch.ts: one parse and plan per statement text, runs of the same INSERT
         // as one multi-row INSERT): two round trips for the whole group, however many events it applies.
         // Read models only write; one that reads a result fails the group and applies alone.
-        const recording = db.kind === 'pg' ? recordingQueryable() : null;
-        let rows: { c: Consumer; at: Position }[] = [];
-        await db.framedTransaction<CheckpointRow, void>(
+        await applyUnderLock(
           lockSql(members.map((m) => m.c.p.name)),
-          async (tx, locked) => {
-            const applied = await applyLocked(tx, locked, members, recording?.tx ?? tx);
-            rows = applied.rows;
-            return { value: undefined, last: joinSql(recording?.take() ?? '', applied.save) };
-          },
+          members,
+          db.kind === 'pg' ? recordingQueryable() : null,
         );
-        remember(rows);
       }
       members.forEach((m) => m.resolve());
     } catch (err) {
@@ -620,29 +640,19 @@ export function createProjectionRunner(
     // Read models need not wait for the disk: a crash loses the change and its checkpoint together, and
     // the events (which are durable) are applied again (also while this process runs on: CheckpointBehind).
     // Only the event store's commits must be durable.
-    if (!shared) {
-      let rows: { c: Consumer; at: Position }[] = [];
-      await db
-        .framedTransaction<CheckpointRow, void>(
-          lockSql([p.name], p.lease && leases ? leases.fenceCondition(p.lease) : null),
-          async (tx, locked) => {
-            // A process manager acts only while its lease is this instance's, checked in the same statement
-            // that locks its checkpoint (or on its own when the row had to be made again).
-            if (p.lease && leases) {
-              if (!leases.holds(p.lease) || locked[0]?.fenced === false) throw new LeaseLostError(p.lease);
-              if (!locked[0]) await leases.fence(tx, p.lease);
-            }
-            const applied = await applyLocked(tx, locked, [{ c, events, mine }]);
-            rows = applied.rows;
-            return { value: undefined, last: applied.save };
-          },
-        )
-        .catch((err: unknown) => {
-          forget([c]);
-          throw err;
-        });
-      remember(rows);
-    }
+    if (!shared)
+      await applyUnderLock(
+        lockSql([p.name], p.lease && leases ? leases.fenceCondition(p.lease) : null),
+        [{ c, events, mine }],
+        null,
+        // A process manager acts only while its lease is this instance's, checked in the same statement
+        // that locks its checkpoint (or on its own when the row had to be made again).
+        async (tx, locked) => {
+          if (!p.lease || !leases) return;
+          if (!leases.holds(p.lease) || locked[0]?.fenced === false) throw new LeaseLostError(p.lease);
+          if (!locked[0]) await leases.fence(tx, p.lease);
+        },
+      );
     c.unsaved = 0;
     c.savedAt = performance.now();
   };
@@ -654,17 +664,16 @@ export function createProjectionRunner(
     notify();
   };
 
+  /** Stopped, lease lost, or PostgreSQL lost commits: nothing a retry of the events one by one would mend. */
+  const notTheBatchsFault = (err: unknown) =>
+    err instanceof Deactivated || err instanceof LeaseLostError || err instanceof CheckpointBehind;
+
   /** A failing batch is retried event by event, so a poison event is named and its predecessors land. */
   const handleBatch = async (c: Consumer, generation: number, events: RecordedEvent[]) => {
     try {
       await applyBatch(c, generation, events);
     } catch (batchErr) {
-      if (
-        batchErr instanceof Deactivated ||
-        batchErr instanceof LeaseLostError ||
-        batchErr instanceof CheckpointBehind
-      )
-        throw batchErr;
+      if (notTheBatchsFault(batchErr)) throw batchErr;
       log.warn('projection batch failed, applying its events one by one', {
         projection: c.p.name,
         error: message(batchErr),
@@ -675,12 +684,7 @@ export function createProjectionRunner(
             await applyBatch(c, generation, [e], true);
             break;
           } catch (err) {
-            if (
-              err instanceof Deactivated ||
-              err instanceof LeaseLostError ||
-              err instanceof CheckpointBehind
-            )
-              throw err;
+            if (notTheBatchsFault(err)) throw err;
             if (!isTransient(err) && attempt >= poisonAttempts) {
               c.failedEvent = {
                 id: e.id,
