@@ -37,6 +37,8 @@ const CHANNEL = 'es_events';
 const MAX_BATCH = 256;
 /** How long a woken subscription waits for more appends before it reads the log (adds as much lag). */
 const COALESCE_MS = 2;
+/** Events of this process's latest batches kept for its subscribers (see `recent`). */
+const RECENT_EVENTS = 2000;
 
 export const eventStoreSchema = `
 CREATE TABLE IF NOT EXISTS es_streams (
@@ -59,13 +61,24 @@ CREATE INDEX IF NOT EXISTS es_events_correlation ON es_events ((metadata->>'corr
 /**
  * The append, server side. Input: an array of groups, each an array of appends
  * `{s: stream, e: 'any' | 'no_stream' | '<revision>', ev: [{id, type, data, metadata}]}`. A group whose every
- * append matches its expected revision is written; otherwise none of it is, and the rows say which append
- * did not match and what the stream's revision was. One row per append, in input order.
+ * append matches its expected revision is written; otherwise none of it is.
+ *
+ * Output, one or more rows per append (by `idx`, in input order): a written append gives one row per event it
+ * wrote, as the log now holds it (what a read of the log would return, so this process can hand its own
+ * events to its subscribers without reading them back); an append of a refused group gives one row saying
+ * whether it matched and what the stream's revision was. `prev_head` (on every row) is the log's last
+ * position before this batch: the lock is held, so every event after it up to this batch's last is this
+ * batch's own.
+ *
+ * `es_append` (the same check, without the event rows), created by earlier releases, is left in place: a
+ * process of the previous release still calls it during a rolling upgrade, and both take the same lock.
  */
 export const appendFunction = `
-CREATE OR REPLACE FUNCTION es_append(batch jsonb)
-RETURNS TABLE (idx int, ok boolean, actual bigint, next_revision bigint, last_position bigint)
+CREATE OR REPLACE FUNCTION es_append_returning(batch jsonb)
+RETURNS TABLE (idx int, ok boolean, actual bigint, prev_head bigint, "position" bigint, event_id uuid,
+  revision bigint, type text, data jsonb, metadata jsonb, created_at timestamptz)
 LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
 DECLARE
   grp jsonb;
   app jsonb;
@@ -77,11 +90,11 @@ DECLARE
   checks boolean[];
   actuals bigint[];
   k int;
-  written bigint;
-  pos bigint;
-  head bigint := NULL;
+  prev bigint;
+  wrote boolean := false;
 BEGIN
   PERFORM pg_advisory_xact_lock(${APPEND_LOCK});
+  SELECT COALESCE(max(e.position), -1) INTO prev FROM es_events e;
   FOR grp IN SELECT value FROM jsonb_array_elements(batch) LOOP
     base := n;
     matched := true;
@@ -101,27 +114,28 @@ BEGIN
     FOR app IN SELECT value FROM jsonb_array_elements(grp) LOOP
       k := k + 1;
       IF NOT matched THEN
-        idx := base + k - 1; ok := checks[k]; actual := actuals[k]; next_revision := NULL; last_position := NULL;
-        RETURN NEXT;
+        RETURN QUERY SELECT base + k - 1, checks[k], actuals[k], prev, NULL::bigint, NULL::uuid, NULL::bigint,
+          NULL::text, NULL::jsonb, NULL::jsonb, NULL::timestamptz;
         CONTINUE;
       END IF;
       cur := COALESCE(actuals[k], -1);
-      WITH ins AS (
+      RETURN QUERY WITH ins AS (
         INSERT INTO es_events (event_id, stream_name, revision, type, data, metadata)
         SELECT (x.value->>'id')::uuid, app->>'s', cur + x.ord, x.value->>'type', x.value->'data', x.value->'metadata'
         FROM jsonb_array_elements(app->'ev') WITH ORDINALITY AS x(value, ord)
         ORDER BY x.ord
-        RETURNING position, revision
+        RETURNING es_events.position, es_events.event_id, es_events.revision, es_events.type, es_events.data,
+          es_events.metadata, es_events.created_at
       )
-      SELECT max(ins.position), max(ins.revision) INTO pos, written FROM ins;
-      INSERT INTO es_streams (stream_name, revision) VALUES (app->>'s', written)
+      SELECT base + k - 1, true, actuals[k], prev, ins.position, ins.event_id, ins.revision, ins.type, ins.data,
+        ins.metadata, ins.created_at FROM ins;
+      INSERT INTO es_streams (stream_name, revision)
+        VALUES (app->>'s', cur + jsonb_array_length(app->'ev'))
         ON CONFLICT (stream_name) DO UPDATE SET revision = EXCLUDED.revision;
-      head := pos;
-      idx := base + k - 1; ok := true; actual := actuals[k]; next_revision := written; last_position := pos;
-      RETURN NEXT;
+      wrote := true;
     END LOOP;
   END LOOP;
-  IF head IS NOT NULL THEN PERFORM pg_notify('${CHANNEL}', head::text); END IF;
+  IF wrote THEN PERFORM pg_notify('${CHANNEL}', (SELECT max(e.position) FROM es_events e)::text); END IF;
 END
 $fn$`;
 
@@ -156,11 +170,17 @@ interface AppendRow {
   idx: number;
   ok: boolean;
   actual: string | null;
-  next_revision: string | null;
-  last_position: string | null;
+  prev_head: string;
+  position: string | null;
+  event_id: string | null;
+  revision: string | null;
+  type: string | null;
+  data: unknown;
+  metadata: Record<string, unknown> | null;
+  created_at: Date | string | null;
 }
 
-/** The JSON form of one append, as es_append reads it. */
+/** The JSON form of one append, as es_append_returning reads it. */
 const appendJson = (a: StreamAppend) => {
   const e = a.expectedRevision ?? 'any';
   return {
@@ -175,33 +195,55 @@ const appendJson = (a: StreamAppend) => {
   };
 };
 
-/** Runs es_append on a batch of groups: per group, its results, or the mismatch that refused it. */
+/**
+ * What one batch wrote: the log's head before it, and the batch's events as the log holds them, in order.
+ * With the append lock held for the batch, nothing else lies between `after` and the last of `events`.
+ */
+export interface WrittenSegment {
+  after: bigint;
+  events: RecordedEvent[];
+}
+
+/** Runs es_append_returning on a batch of groups: per group, its results or the mismatch that refused it. */
 async function runBatch(
   q: Queryable,
   groups: StreamAppend[][],
-): Promise<(AppendResult[] | WrongExpectedRevisionError)[]> {
+): Promise<{ results: (AppendResult[] | WrongExpectedRevisionError)[]; written: WrittenSegment | null }> {
   const json = JSON.stringify(groups.map((g) => g.map(appendJson)));
-  const res = await q.query<AppendRow>('SELECT * FROM es_append($1::jsonb) ORDER BY idx', [json], {
-    name: 'es_append',
-  });
+  const res = await q.query<AppendRow>(
+    'SELECT * FROM es_append_returning($1::jsonb) ORDER BY idx, position',
+    [json],
+    { name: 'es_append_returning' },
+  );
+  // Rows by append (an append that wrote n events has n rows).
+  const byAppend: AppendRow[][] = [];
+  for (const row of res.rows) (byAppend[row.idx] ??= []).push(row);
+  const events: RecordedEvent[] = [];
   let i = 0;
-  return groups.map((g) => {
-    const rows = res.rows.slice(i, i + g.length);
+  const results = groups.map((g) => {
+    const rows = g.map((_, k) => byAppend[i + k] ?? []);
     i += g.length;
-    const refused = rows.findIndex((r) => !r.ok);
-    if (refused < 0)
-      return rows.map((r) => {
-        const p = BigInt(r.last_position!);
-        return { nextRevision: BigInt(r.next_revision!), position: { commit: p, prepare: p } };
-      });
-    const a = g[refused]!;
-    const actual = rows[refused]!.actual;
-    return new WrongExpectedRevisionError(
-      a.streamName,
-      a.expectedRevision ?? 'any',
-      actual === null ? 'no_stream' : BigInt(actual),
-    );
+    const refused = rows.findIndex((r) => r[0]?.position === null && !r[0].ok);
+    if (refused >= 0) {
+      const a = g[refused]!;
+      const actual = rows[refused]![0]!.actual;
+      return new WrongExpectedRevisionError(
+        a.streamName,
+        a.expectedRevision ?? 'any',
+        actual === null ? 'no_stream' : BigInt(actual),
+      );
+    }
+    return rows.map((r, k) => {
+      for (const row of r)
+        events.push(toRecorded({ ...(row as unknown as EventRow), stream_name: g[k]!.streamName }));
+      const last = r[r.length - 1]!;
+      const p = BigInt(last.position!);
+      return { nextRevision: BigInt(last.revision!), position: { commit: p, prepare: p } };
+    });
   });
+  events.sort((a, b) => (a.position.commit < b.position.commit ? -1 : 1));
+  const head = res.rows[0]?.prev_head;
+  return { results, written: events.length && head != null ? { after: BigInt(head), events } : null };
 }
 
 /** Appends inside a caller's transaction (one es_append call); the store's own appends are batched. */
@@ -212,7 +254,7 @@ export async function appendInTransaction(
   expected: ExpectedRevision = 'any',
 ): Promise<AppendResult> {
   assertNotEmpty(streamName, events);
-  const [result] = await runBatch(tx, [[{ streamName, events, expectedRevision: expected }]]);
+  const [result] = (await runBatch(tx, [[{ streamName, events, expectedRevision: expected }]])).results;
   if (result instanceof Error) throw result;
   return result![0]!;
 }
@@ -221,7 +263,7 @@ export async function appendInTransaction(
  * Group commit: appends queue up while a batch is at the server; the next batch takes all of them. One
  * batch at a time per process, since the append lock would serialise them at the server anyway.
  */
-function createAppender(db: Database, onWritten: () => void) {
+function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => void) {
   interface Pending {
     group: StreamAppend[];
     resolve: (r: AppendResult[]) => void;
@@ -229,6 +271,8 @@ function createAppender(db: Database, onWritten: () => void) {
   }
   let queue: Pending[] = [];
   let running = false;
+  /** Set while a batch is at the server; called once it is answered (and its events handed out). */
+  let inFlight: (() => void)[] | null = null;
 
   const settle = (batch: Pending[], results: (AppendResult[] | WrongExpectedRevisionError)[]) =>
     batch.forEach((p, i) => {
@@ -241,28 +285,37 @@ function createAppender(db: Database, onWritten: () => void) {
     while (queue.length > 0) {
       const batch = queue.slice(0, MAX_BATCH);
       queue = queue.slice(batch.length);
-      try {
-        settle(
-          batch,
-          await runBatch(
-            db,
-            batch.map((p) => p.group),
-          ),
+      const written: WrittenSegment[] = [];
+      const afterBatch: (() => void)[] = (inFlight = []);
+      const run = async (pending: Pending[]) => {
+        const r = await runBatch(
+          db,
+          pending.map((p) => p.group),
         );
+        if (r.written) written.push(r.written);
+        settle(pending, r.results);
+      };
+      try {
+        await run(batch);
       } catch (err) {
         // One bad append (a duplicate event id, an unstorable value) fails the whole statement: alone,
         // each append meets its own fate, so the others still land.
         if (batch.length === 1) batch[0]!.reject(err);
-        else for (const p of batch) await runBatch(db, [p.group]).then((r) => settle([p], r), p.reject);
+        else for (const p of batch) await run([p]).catch(p.reject);
       }
-      onWritten();
+      inFlight = null;
+      onWritten(written);
+      afterBatch.forEach((f) => f());
       // Let the callers just answered run first: many append again at once, and should share a batch.
       await new Promise((r) => setImmediate(r));
     }
     running = false;
   };
 
-  return (group: StreamAppend[]): Promise<AppendResult[]> => {
+  /** Runs `f` once the batch at the server (if one is) is answered: at once when none is. */
+  const afterBatch = (f: () => void) => (inFlight ? inFlight.push(f) : f());
+
+  const append = (group: StreamAppend[]): Promise<AppendResult[]> => {
     const empty = group.find((a) => a.events.length === 0);
     if (empty) return Promise.reject(new EmptyAppendError(empty.streamName));
     if (new Set(group.map((a) => a.streamName)).size !== group.length)
@@ -276,6 +329,7 @@ function createAppender(db: Database, onWritten: () => void) {
       }
     });
   };
+  return { append, afterBatch };
 }
 
 export async function createSqlEventStore(
@@ -299,14 +353,58 @@ export async function createSqlEventStore(
     sharedReads.clear();
     [...wakers].forEach((w) => w());
   };
+
+  /**
+   * This process's own latest batches as written (see es_append_returning): a subscriber whose position lies
+   * in one takes the events after it from here, without reading the log, and follows on into the next
+   * batch if that one starts where this one ended (nothing of another process in between). Bounded: a
+   * subscriber further behind reads the log.
+   */
+  const recent: WrittenSegment[] = [];
+  let recentEvents = 0;
+  /** Every event up to here was visible when the subscribers were last woken by this process's appends. */
+  let wokenUpTo = START.commit;
+  const written = (segments: WrittenSegment[]) => {
+    if (wakers.size > 0)
+      for (const w of segments) {
+        recent.push(w);
+        recentEvents += w.events.length;
+      }
+    while (recentEvents > RECENT_EVENTS && recent.length > 1) recentEvents -= recent.shift()!.events.length;
+    const last = segments[segments.length - 1]?.events.at(-1)?.position.commit;
+    if (last !== undefined && last > wokenUpTo) wokenUpTo = last;
+    wakeAll();
+  };
+  /** The log after `from` as this process wrote it, if it holds it (null: read the log). */
+  const fromRecent = (from: bigint, limit: number): RecordedEvent[] | null => {
+    let i = recent.length - 1;
+    while (i >= 0 && !(recent[i]!.after <= from && from < recent[i]!.events.at(-1)!.position.commit)) i--;
+    if (i < 0) return null;
+    const out = recent[i]!.events.filter((e) => e.position.commit > from);
+    for (let j = i + 1; j < recent.length && out.length < limit; j++) {
+      if (recent[j]!.after !== out[out.length - 1]!.position.commit) break;
+      out.push(...recent[j]!.events);
+    }
+    return out.slice(0, limit);
+  };
+  // A batch's NOTIFY also comes back to the process that wrote it, often before the batch's own answer. So a
+  // NOTIFY that comes while a batch is at the server waits for its answer; one at or below what the
+  // subscribers were then woken to read wakes nobody (one read of the log per batch saved). Another process's
+  // NOTIFY waits at most one batch's round trip.
+  const notified = (payload: string) =>
+    appender.afterBatch(() => {
+      if (/^[0-9]+$/.test(payload) && BigInt(payload) <= wokenUpTo) return;
+      wakeAll();
+    });
   let unlisten: (() => Promise<void>) | undefined;
   let listening: Promise<void> | undefined;
   const ensureListening = () =>
-    (listening ??= db.listen(CHANNEL, wakeAll).then((u) => {
+    (listening ??= db.listen(CHANNEL, notified).then((u) => {
       unlisten = u;
     }));
 
-  const appendGroup = createAppender(db, wakeAll);
+  const appender = createAppender(db, written);
+  const appendGroup = appender.append;
 
   /**
    * Stream reads made in the same turn (concurrent commands, process managers' recipients) go as one
@@ -353,6 +451,8 @@ export async function createSqlEventStore(
    * before it reads: an event committed after the shared read started wakes it again.
    */
   const readShared = (from: Position, limit: number): Promise<RecordedEvent[]> => {
+    const mine = fromRecent(from.commit, limit);
+    if (mine) return Promise.resolve(mine);
     const key = `${from.commit}:${limit}`;
     let read = sharedReads.get(key);
     if (!read) {
