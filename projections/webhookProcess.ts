@@ -2,7 +2,7 @@ import type { NotificationChannelRegistered, NotificationFields } from '../comma
 import { notificationStream } from '../commands/notifications/events';
 import { uuidFrom } from '../commands/notifications/sessionNotices';
 import type { Database } from '../src/db/database';
-import { readState } from '../src/commandHandler';
+import { loadStateThrough } from '../src/foldedStates';
 import type { DomainEvent } from '../src/decider';
 import type { EventStore } from '../src/eventstore/types';
 import { toNotificationOut, type NotificationOut } from '../src/resources/notification';
@@ -60,7 +60,14 @@ export function webhookProcess(deps: {
     orderedBy: (e) => [(e.data as NotificationFields).userId],
     async react(recorded) {
       const n = recorded.data as NotificationFields;
-      const { channels } = await readState(deps.store, notificationStream(n.userId), webhookChannels);
+      // Only channels registered before this notification count: a fold through the event before it is
+      // enough (none for a user's first notification), so a user's notifications in a row read nothing.
+      const { channels } = await loadStateThrough(
+        deps.store,
+        notificationStream(n.userId),
+        webhookChannels,
+        recorded.revision - 1n,
+      );
       const hooks = channels.filter((c) => c.revision < recorded.revision).map((c) => c.channel);
       let queued = 0;
       for (const channel of hooks) {

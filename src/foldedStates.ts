@@ -139,3 +139,23 @@ export async function loadState<E extends DomainEvent, S>(
     remember(store, decider, streamName, { state, revision, position: observed });
   return { state, revision, observed, recorded: fresh };
 }
+
+/**
+ * A stream's state folded through at least `revision` (-1: before its first event), for a decision that
+ * needs nothing later (e.g. what a user had registered before one of their events): the kept fold when it
+ * reaches that far, without a read; otherwise the stream as read now.
+ */
+export async function loadStateThrough<E extends DomainEvent, S>(
+  store: EventStore,
+  streamName: string,
+  decider: Folder<E, S>,
+  revision: bigint,
+): Promise<S> {
+  if (revision < 0n) return decider.initialState();
+  const hit = cacheOf(store).entries.get(keyOf(decider, streamName));
+  if (hit && hit.revision >= revision) {
+    remember(store, decider, streamName, hit); // recorded as used
+    return hit.state as S;
+  }
+  return (await loadState(store, streamName, decider)).state;
+}

@@ -4,7 +4,7 @@ import { right } from 'fp-ts/Either';
 import type { Decider } from '../../src/decider';
 import { createSqlEventStore } from '../../src/eventstore/sql';
 import type { EventStore } from '../../src/eventstore/types';
-import { forget, keptState, limits, loadState } from '../../src/foldedStates';
+import { forget, keptState, limits, loadState, loadStateThrough } from '../../src/foldedStates';
 import { left } from 'fp-ts/Either';
 import { testDatabase, type TestDatabase } from '../support/services';
 
@@ -40,6 +40,24 @@ describe('folded states kept between commands', () => {
   afterAll(async () => {
     await inner.close();
     await database.drop();
+  });
+
+  it('folds through a revision from the kept state without a read when it reaches that far, else reads', async () => {
+    const stream = `counter-${randomUUID()}`;
+    streamReads = 0;
+    // Nothing before the first event: the empty state, unread.
+    expect(await loadStateThrough(store, stream, counter, -1n)).toEqual({ total: 0, seen: 0 });
+    expect(streamReads).toBe(0);
+    for (let i = 1; i <= 3; i++)
+      await handleCommand(store, stream, counter, { n: i }, {}, 8, undefined, 'new');
+    streamReads = 0; // revisions 0..2 are kept as this process wrote them
+    expect(await loadStateThrough(store, stream, counter, 2n)).toEqual({ total: 6, seen: 3 });
+    expect(await loadStateThrough(store, stream, counter, 1n)).toEqual({ total: 6, seen: 3 });
+    expect(streamReads).toBe(0);
+    // Written past the kept state by another instance: a revision beyond it is read.
+    await inner.append(stream, [{ type: 'Added', data: { n: 10 } }], { expectedRevision: 2n });
+    expect(await loadStateThrough(store, stream, counter, 3n)).toEqual({ total: 16, seen: 4 });
+    expect(streamReads).toBe(1);
   });
 
   it('reads only the tail after the first fold, and folds to what a whole read folds to', async () => {
