@@ -1,8 +1,8 @@
 import { isLeft } from 'fp-ts/Either';
 import type { Decider, DomainError, DomainEvent } from './decider';
-import type { EventMetadata, EventStore, Position, StreamAppend } from './eventstore/types';
+import type { EventMetadata, EventStore, Position, StreamAppend, StreamCondition } from './eventstore/types';
 import { keptState, loadState, remember, type Folder, type Loaded } from './foldedStates';
-import { WrongExpectedRevisionError } from './eventstore/types';
+import { isCondition, WrongExpectedRevisionError } from './eventstore/types';
 
 export type CommandOutcome<E, S> =
   | {
@@ -17,8 +17,11 @@ export type CommandOutcome<E, S> =
     }
   | { ok: false; error: DomainError };
 
-/** Appends that follow from a command's events, to other streams, written atomically with them. */
-export type Alongside<E> = (events: E[]) => StreamAppend[];
+/**
+ * Appends that follow from a command's events, to other streams, written atomically with them; and
+ * conditions: other streams the decision read, which must be unchanged for the events to be written.
+ */
+export type Alongside<E> = (events: E[]) => (StreamAppend | StreamCondition)[];
 
 export class ConcurrencyConflictError extends Error {
   constructor(readonly streamName: string) {
@@ -106,7 +109,8 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     if (events.length === 0) return { ok: true, events, state, position: null, observed, alongside: false };
     const others = alongside && store.appendMany ? alongside(events) : [];
     // The command's events say which streams were written with them, atomically (see writtenWith).
-    const stamped = others.length ? { ...metadata, writtenWith: others.map((o) => o.streamName) } : metadata;
+    const writes = others.filter((o) => !isCondition(o));
+    const stamped = writes.length ? { ...metadata, writtenWith: writes.map((o) => o.streamName) } : metadata;
     const own: StreamAppend = {
       streamName,
       events: events.map((e) => ({ type: e.type, data: e.data, metadata: stamped })),
@@ -127,7 +131,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
         events,
         state: after,
         position: written[written.length - 1]!.position,
-        alongside: others.length > 0,
+        alongside: writes.length > 0,
       };
     } catch (err) {
       // Only a race on the command's own stream is decided again; the others are the caller's to know.

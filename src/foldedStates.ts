@@ -19,8 +19,9 @@ export type Folder<E extends DomainEvent, S> = {
 
 interface Folded {
   state: unknown;
+  /** -1: a stream with no events (kept only when asked, see loadState's `keepEmpty`). */
   revision: bigint;
-  position: Position;
+  position: Position | null;
 }
 
 /** Bounds for everything one process keeps of one event store, all deciders together. */
@@ -104,7 +105,12 @@ export function keptState<S>(
 ): Loaded<S> | undefined {
   const hit = cacheOf(store).entries.get(keyOf(decider, streamName));
   if (!hit) return undefined;
-  return { state: hit.state as S, revision: hit.revision, observed: hit.position, recorded: [] };
+  return {
+    state: hit.state as S,
+    revision: hit.revision < 0n ? 'no_stream' : hit.revision,
+    observed: hit.position,
+    recorded: [],
+  };
 }
 
 export interface Loaded<S> {
@@ -121,7 +127,12 @@ export async function loadState<E extends DomainEvent, S>(
   store: EventStore,
   streamName: string,
   decider: Folder<E, S>,
-  opts: { whole?: boolean } = {},
+  /**
+   * `keepEmpty`: a stream without events is kept too (as the empty state), so the next `keptState` has a
+   * guess. Only for streams of known owners (a coach's address book): a request naming random ids must not
+   * push real states out of the bounded cache.
+   */
+  opts: { whole?: boolean; keepEmpty?: boolean } = {},
 ): Promise<Loaded<S>> {
   const hit = opts.whole ? undefined : cacheOf(store).entries.get(keyOf(decider, streamName));
   const read = await store.readStream(streamName, hit ? { fromRevision: hit.revision + 1n } : undefined);
@@ -130,13 +141,16 @@ export async function loadState<E extends DomainEvent, S>(
   let state = hit ? (hit.state as S) : decider.initialState();
   for (const r of fresh) state = decider.evolve(state, { type: r.type, data: r.data } as E);
   const last = fresh[fresh.length - 1];
+  const kept = hit && hit.revision >= 0n ? hit.revision : undefined;
   const revision =
-    read.revision !== 'no_stream' && (!hit || read.revision > hit.revision)
+    read.revision !== 'no_stream' && (kept === undefined || read.revision > kept)
       ? read.revision
-      : (hit?.revision ?? 'no_stream');
+      : (kept ?? 'no_stream');
   const observed = last?.position ?? hit?.position ?? null;
   if (revision !== 'no_stream' && observed)
     remember(store, decider, streamName, { state, revision, position: observed });
+  else if (revision === 'no_stream' && opts.keepEmpty)
+    remember(store, decider, streamName, { state, revision: -1n, position: null });
   return { state, revision, observed, recorded: fresh };
 }
 

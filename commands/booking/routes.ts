@@ -3,7 +3,12 @@ import type { Context } from 'koa';
 import * as t from 'io-ts';
 import type { AppDeps } from '../../src/deps';
 import { ConcurrencyConflictError, handleCommand, readState } from '../../src/commandHandler';
-import { keptState, loadState } from '../../src/foldedStates';
+import { keptState, loadState, type Loaded } from '../../src/foldedStates';
+import {
+  type EventMetadata,
+  type StreamCondition,
+  WrongExpectedRevisionError,
+} from '../../src/eventstore/types';
 import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
 import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
 import { HttpError, notFound } from '../../src/http/errors';
@@ -39,8 +44,7 @@ const SessionPath = t.type({ session_id: Uuid });
  * (no travel); without it the session is at the client's place (`address`, `position`), and the coach
  * travels there from its default address. Null when `addressId` is not one of the coach's addresses.
  */
-async function placeOf(deps: AppDeps, coachId: string, body: BookingBody) {
-  const book = await readState(deps.store, addressStream(coachId), addressBook);
+function placeOf(book: ReturnType<typeof addressBook.initialState>, body: BookingBody) {
   const clientLocation = body.position ? { lat: body.position.lat, lng: body.position.lng } : null;
   const common = { clientAddress: body.address ?? '', clientLocation };
   if (body.addressId) {
@@ -51,6 +55,19 @@ async function placeOf(deps: AppDeps, coachId: string, body: BookingBody) {
   const base = book.addresses.find((a) => a.isDefault) ?? null;
   return { ...common, addressId: null, minutesTravel: travelMinutes(base, clientLocation) };
 }
+
+/** A stream a booking decided on without writing it: it must be unchanged when the hold is written. */
+const unchanged = (streamName: string, read: Loaded<unknown>): StreamCondition => ({
+  streamName,
+  condition: true,
+  expectedRevision: read.revision,
+});
+
+/**
+ * A booking to decide again on the streams as read: it refused on guessed (kept) states, or the service or
+ * the address book changed between its read and the hold's write. Nothing was written.
+ */
+class DecideAgain extends Error {}
 
 export function bookingCommands(deps: AppDeps): Router {
   const router = new Router();
@@ -77,11 +94,42 @@ export function bookingCommands(deps: AppDeps): Router {
     const serviceId = decode(ServicePath, ctx.params, 'path').service_id.toLowerCase();
     const body = decode(BookingBody, ctx.request.body, 'body');
     const { userId } = currentPrincipal(ctx);
+    const metadata = metadataOf(ctx);
+    const keyed = typeof metadata.idempotencyTag === 'string';
+    // On the SQL stores the service and the coach's address book must be unchanged when the hold is
+    // written (conditions of its appendMany), so the states this process kept of them are decided on
+    // without a read; a refusal, or a change since, is decided again on the streams as read.
+    const guessing = !!deps.store.appendMany && !keyed;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        ctx.body = await book(serviceId, body, userId, metadata, guessing && attempt === 0);
+        return;
+      } catch (err) {
+        if (!(err instanceof DecideAgain)) throw err;
+        if (attempt >= 5)
+          throw new HttpError(409, 'conflict', 'the service kept changing; retry the request');
+      }
+    }
+  });
+
+  /** One attempt at a booking; with `guess`, on kept states (any refusal then throws DecideAgain). */
+  const book = async (
+    serviceId: string,
+    body: BookingBody,
+    userId: string,
+    metadata: EventMetadata,
+    guess: boolean,
+  ) => {
+    const refuse = (err: HttpError) => {
+      throw guess ? new DecideAgain() : err;
+    };
     // The service and the address come from their own streams: a lagging or stopped read model must not
     // book a rejected service, at an old price, or past a reduced group size.
-    const bookable = (await readState(deps.store, serviceStream(serviceId), service)).service;
-    if (!bookable) throw notFound('service_not_found', 'no such bookable service');
-    const metadata = metadataOf(ctx);
+    const serviceRead =
+      (guess && keptState(deps.store, serviceStream(serviceId), service)) ||
+      (await loadState(deps.store, serviceStream(serviceId), service));
+    const bookable = serviceRead.state.service;
+    if (!bookable) return refuse(notFound('service_not_found', 'no such bookable service'));
     // The coach's calendar as this process last folded it, checked by the hold's append (see handleCommand);
     // else read while the place is looked up (a keyed request reads it whole, later).
     const calendarState =
@@ -91,8 +139,18 @@ export function bookingCommands(deps: AppDeps): Router {
           ? ('kept' as const)
           : loadState(deps.store, calendarStream(bookable.coachId), calendar);
     if (typeof calendarState === 'object') calendarState.catch(() => undefined); // a refusal below leaves it unread
-    const where = await placeOf(deps, bookable.coachId, body);
-    if (!where) throw notFound('address_not_found', "addressId is not one of the coach's saved addresses");
+    const bookRead =
+      (guess && keptState(deps.store, addressStream(bookable.coachId), addressBook)) ||
+      (await loadState(deps.store, addressStream(bookable.coachId), addressBook, { keepEmpty: true }));
+    const where = placeOf(bookRead.state, body);
+    if (!where)
+      return refuse(notFound('address_not_found', "addressId is not one of the coach's saved addresses"));
+    const conditions = deps.store.appendMany
+      ? [
+          unchanged(serviceStream(serviceId), serviceRead),
+          unchanged(addressStream(bookable.coachId), bookRead),
+        ]
+      : [];
     const method = body.method ?? 'card';
     const pkg = body.packageId ? await packageRef(body.packageId.toLowerCase()) : undefined;
     const groupId = pkg?.groupId ?? deps.newId();
@@ -133,16 +191,22 @@ export function bookingCommands(deps: AppDeps): Router {
       ([hold]) => {
         const held = (hold as SlotsReserved).data;
         // A package's later sessions join an existing booking stream: written after the hold instead.
-        if (held.packageTopUp) return [];
-        return [listingAppend(held, metadata), ...bookingAppends(held, metadata)];
+        if (held.packageTopUp) return conditions;
+        return [listingAppend(held, metadata), ...bookingAppends(held, metadata), ...conditions];
       },
       calendarState,
     ).catch((err: unknown) => {
       if (err instanceof ConcurrencyConflictError)
         throw new HttpError(409, 'conflict', 'the calendar is busy; retry the request');
+      // The service or the address book changed since it was read: nothing was written.
+      if (
+        err instanceof WrongExpectedRevisionError &&
+        conditions.some((c) => c.streamName === err.streamName)
+      )
+        throw new DecideAgain();
       throw err;
     });
-    if (!outcome.ok) throw domainErrorToHttp(outcome.error);
+    if (!outcome.ok) return refuse(domainErrorToHttp(outcome.error));
     const reserved = outcome.events[0]!.data as SlotsReserved['data'];
     // The hold is the booking: once it is stored, a failure to write the sessions and payment is healed by
     // the booking process manager, so the client is told it booked rather than sent to retry into a 409.
@@ -161,10 +225,10 @@ export function bookingCommands(deps: AppDeps): Router {
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
     // The reply is the stored hold, as the client's later reads will show it (a package's later sessions
     // show its payment as it is, and its booking time).
-    ctx.body = sessionRecordsOfHold(reserved)
+    return sessionRecordsOfHold(reserved)
       .map((r) => (pkg ? { ...r, paymentState: pkg.paymentState } : r))
       .map(toSessionOut);
-  });
+  };
 
   /** Runs a lifecycle command on the session's booking, then answers the session as it now is. */
   const lifecycle = async (

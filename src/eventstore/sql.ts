@@ -10,7 +10,9 @@ import {
   type RecordedEvent,
   type SubscribeOptions,
   type StreamAppend,
+  type StreamCondition,
   type Subscription,
+  isCondition,
   START,
   WrongExpectedRevisionError,
   EmptyAppendError,
@@ -118,6 +120,12 @@ BEGIN
           NULL::text, NULL::jsonb, NULL::jsonb, NULL::timestamptz;
         CONTINUE;
       END IF;
+      IF jsonb_array_length(app->'ev') = 0 THEN
+        -- A condition (StreamCondition): checked above, nothing to write.
+        RETURN QUERY SELECT base + k - 1, true, actuals[k], prev, NULL::bigint, NULL::uuid, NULL::bigint,
+          NULL::text, NULL::jsonb, NULL::jsonb, NULL::timestamptz;
+        CONTINUE;
+      END IF;
       cur := COALESCE(actuals[k], -1);
       RETURN QUERY WITH ins AS (
         INSERT INTO es_events (event_id, stream_name, revision, type, data, metadata)
@@ -181,12 +189,12 @@ interface AppendRow {
 }
 
 /** The JSON form of one append, as es_append_returning reads it. */
-const appendJson = (a: StreamAppend) => {
+const appendJson = (a: StreamAppend | StreamCondition) => {
   const e = a.expectedRevision ?? 'any';
   return {
     s: a.streamName,
     e: typeof e === 'bigint' ? e.toString() : e,
-    ev: a.events.map((x) => ({
+    ev: (isCondition(a) ? [] : a.events).map((x) => ({
       id: x.id ?? randomUUID(),
       type: x.type,
       data: x.data,
@@ -204,10 +212,13 @@ export interface WrittenSegment {
   events: RecordedEvent[];
 }
 
+/** Appends that land together or not at all (one `append`, or one `appendMany`). */
+type Group = (StreamAppend | StreamCondition)[];
+
 /** Runs es_append_returning on a batch of groups: per group, its results or the mismatch that refused it. */
 async function runBatch(
   q: Queryable,
-  groups: StreamAppend[][],
+  groups: Group[],
 ): Promise<{ results: (AppendResult[] | WrongExpectedRevisionError)[]; written: WrittenSegment | null }> {
   const json = JSON.stringify(groups.map((g) => g.map(appendJson)));
   const res = await q.query<AppendRow>(
@@ -233,13 +244,20 @@ async function runBatch(
         actual === null ? 'no_stream' : BigInt(actual),
       );
     }
-    return rows.map((r, k) => {
+    let groupLast: bigint | undefined;
+    const each = rows.map((r, k) => {
+      const last = r[r.length - 1]!;
+      if (last.position === null) return { nextRevision: BigInt(last.actual ?? -1), position: null };
       for (const row of r)
         events.push(toRecorded({ ...(row as unknown as EventRow), stream_name: g[k]!.streamName }));
-      const last = r[r.length - 1]!;
-      const p = BigInt(last.position!);
-      return { nextRevision: BigInt(last.revision!), position: { commit: p, prepare: p } };
+      groupLast = BigInt(last.position);
+      return { nextRevision: BigInt(last.revision!), position: { commit: groupLast, prepare: groupLast } };
     });
+    // A condition's position is its group's last.
+    return each.map((r) => ({
+      ...r,
+      position: r.position ?? { commit: groupLast!, prepare: groupLast! },
+    }));
   });
   events.sort((a, b) => (a.position.commit < b.position.commit ? -1 : 1));
   const head = res.rows[0]?.prev_head;
@@ -265,7 +283,7 @@ export async function appendInTransaction(
  */
 function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => void) {
   interface Pending {
-    group: StreamAppend[];
+    group: Group;
     resolve: (r: AppendResult[]) => void;
     reject: (err: unknown) => void;
   }
@@ -315,9 +333,10 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
   /** Runs `f` once the batch at the server (if one is) is answered: at once when none is. */
   const afterBatch = (f: () => void) => (inFlight ? inFlight.push(f) : f());
 
-  const append = (group: StreamAppend[]): Promise<AppendResult[]> => {
-    const empty = group.find((a) => a.events.length === 0);
+  const append = (group: Group): Promise<AppendResult[]> => {
+    const empty = group.find((a) => !isCondition(a) && a.events.length === 0);
     if (empty) return Promise.reject(new EmptyAppendError(empty.streamName));
+    if (group.every(isCondition)) return Promise.reject(new EmptyAppendError(group[0]?.streamName ?? ''));
     if (new Set(group.map((a) => a.streamName)).size !== group.length)
       return Promise.reject(new Error('appendMany takes each stream at most once'));
     return new Promise<AppendResult[]>((resolve, reject) => {

@@ -131,6 +131,18 @@ export interface StreamAppend {
   expectedRevision?: ExpectedRevision;
 }
 
+/**
+ * In an `appendMany`: a stream that must still be at `expectedRevision` for the group to be written, and
+ * to which nothing is appended. A decision made on that stream's state is then as current as the write.
+ */
+export interface StreamCondition {
+  streamName: string;
+  condition: true;
+  expectedRevision: bigint | 'no_stream';
+}
+
+export const isCondition = (a: StreamAppend | StreamCondition): a is StreamCondition => 'condition' in a;
+
 export interface EventStore {
   readonly kind: 'postgres' | 'pglite' | 'esdb';
   append(
@@ -142,9 +154,10 @@ export interface EventStore {
    * Appends to several streams atomically: all land (each checked against its expected revision) or none
    * does, and the first mismatch is thrown as a WrongExpectedRevisionError. Only the SQL stores have it;
    * on EventStoreDB, which has no multi-stream transaction, callers append one stream at a time and
-   * rely on a process manager to finish what a crash interrupted.
+   * rely on a process manager to finish what a crash interrupted. A result per item, in order; a
+   * condition's is its stream's revision (-1 for none) and the group's last position.
    */
-  appendMany?(appends: StreamAppend[]): Promise<AppendResult[]>;
+  appendMany?(appends: (StreamAppend | StreamCondition)[]): Promise<AppendResult[]>;
   /**
    * A stream's events in order; with `fromRevision`, only those from that revision on (a cached fold reads
    * just its tail). `revision` is the last returned event's ('no_stream' when none was returned).

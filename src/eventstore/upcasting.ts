@@ -1,4 +1,4 @@
-import type { EventStore, NewEvent, RecordedEvent } from './types';
+import { isCondition, type EventStore, type NewEvent, type RecordedEvent } from './types';
 
 /**
  * Event versioning. Every event is stored with `metadata.schemaVersion` (the current version of its type
@@ -61,7 +61,8 @@ export function withUpcasting(store: EventStore, registry: UpcasterRegistry): Ev
     append: (streamName, events, opts) => store.append(streamName, stamp(events), opts),
     ...(store.appendMany
       ? {
-          appendMany: (appends) => store.appendMany!(appends.map((a) => ({ ...a, events: stamp(a.events) }))),
+          appendMany: (appends) =>
+            store.appendMany!(appends.map((a) => (isCondition(a) ? a : { ...a, events: stamp(a.events) }))),
         }
       : {}),
     readStream: async (streamName, opts) => {

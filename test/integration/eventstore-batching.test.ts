@@ -84,6 +84,51 @@ describe.each(targets)('SQL event store batching on %s', (_name, open) => {
     expect(written[2]!.position).toEqual(log[3]!.position);
   });
 
+  it("writes a group only while its conditions hold, and writes nothing to a condition's stream", async () => {
+    const read = `read-${randomUUID()}`;
+    const absent = `absent-${randomUUID()}`;
+    await store.append(read, [ev('R0'), ev('R1')]);
+    const head = await store.headPosition();
+    const target = `target-${randomUUID()}`;
+    const cond = (streamName: string, expectedRevision: bigint | 'no_stream') =>
+      ({ streamName, condition: true, expectedRevision }) as const;
+
+    const written = await store.appendMany!([
+      { streamName: target, events: [ev('T0')], expectedRevision: 'no_stream' },
+      cond(read, 1n),
+      cond(absent, 'no_stream'),
+    ]);
+    expect(written.map((w) => w.nextRevision)).toEqual([0n, 1n, -1n]);
+    let log = await store.readAll(head);
+    expect(log.map((e) => [e.streamName, e.type])).toEqual([[target, 'T0']]);
+    expect(written[1]!.position).toEqual(log[0]!.position);
+    expect((await store.readStream(read)).revision).toBe(1n);
+    expect((await store.readStream(absent)).revision).toBe('no_stream');
+
+    // The read stream moved on: the group is refused as a whole, naming the condition's stream.
+    await store.append(read, [ev('R2')]);
+    const after = await store.headPosition();
+    const refused = await store.appendMany!([
+      { streamName: target, events: [ev('T1')], expectedRevision: 0n },
+      cond(read, 1n),
+    ]).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(WrongExpectedRevisionError);
+    expect(refused).toMatchObject({ streamName: read, actual: 2n });
+    log = await store.readAll(after);
+    expect(log).toEqual([]);
+
+    // A stream expected absent that now exists refuses too; a group of conditions alone writes nothing.
+    await store.append(absent, [ev('A0')]);
+    await expect(
+      store.appendMany!([
+        { streamName: target, events: [ev('T1')], expectedRevision: 0n },
+        cond(absent, 'no_stream'),
+      ]),
+    ).rejects.toMatchObject({ streamName: absent, actual: 0n });
+    await expect(store.appendMany!([cond(read, 2n)])).rejects.toThrow(/at least one event/);
+    expect((await store.readStream(target)).revision).toBe(0n);
+  });
+
   it('keeps the global log gap-free and each stream contiguous under 200 concurrent appends', async () => {
     const head = await store.headPosition();
     const streams = Array.from({ length: 10 }, () => `c-${randomUUID()}`);

@@ -42,6 +42,24 @@ describe('folded states kept between commands', () => {
     await database.drop();
   });
 
+  it('keeps a stream without events only when asked (keepEmpty), as the empty state at no_stream', async () => {
+    const stream = `counter-${randomUUID()}`;
+    await loadState(store, stream, counter);
+    expect(keptState(store, stream, counter)).toBeUndefined();
+    await loadState(store, stream, counter, { keepEmpty: true });
+    expect(keptState(store, stream, counter)).toEqual({
+      state: { total: 0, seen: 0 },
+      revision: 'no_stream',
+      observed: null,
+      recorded: [],
+    });
+    // Its first event is folded onto it by the next load.
+    await inner.append(stream, [{ type: 'Added', data: { n: 5 } }]);
+    const loaded = await loadState(store, stream, counter);
+    expect(loaded).toMatchObject({ state: { total: 5, seen: 1 }, revision: 0n });
+    expect(keptState(store, stream, counter)).toMatchObject({ revision: 0n });
+  });
+
   it('folds through a revision from the kept state without a read when it reaches that far, else reads', async () => {
     const stream = `counter-${randomUUID()}`;
     streamReads = 0;
