@@ -29,7 +29,7 @@ import {
  *
  * That lock makes one append transaction at a time per database, each waiting for its own fsync. Group
  * commit wins the throughput back: a process sends its appends through one queue, and whatever queued up
- * while the previous batch was committing goes to the server as one call of `es_append` (one statement, one
+ * while the previous batch was committing goes to the server as one call of `es_append_returning` (one statement, one
  * transaction, one fsync). Each append in the batch is still checked against its own expected revision
  * and fails alone; a group of appends to several streams (`appendMany`) lands or fails as a whole.
  */
@@ -97,6 +97,8 @@ DECLARE
 BEGIN
   PERFORM pg_advisory_xact_lock(${APPEND_LOCK});
   SELECT COALESCE(max(e.position), -1) INTO prev FROM es_events e;
+  -- Only a READ COMMITTED statement sees what committed while it waited for the lock.
+  IF current_setting('transaction_isolation') <> 'read committed' THEN prev := NULL; END IF;
   FOR grp IN SELECT value FROM jsonb_array_elements(batch) LOOP
     base := n;
     matched := true;
@@ -264,7 +266,7 @@ async function runBatch(
   return { results, written: events.length && head != null ? { after: BigInt(head), events } : null };
 }
 
-/** Appends inside a caller's transaction (one es_append call); the store's own appends are batched. */
+/** Appends inside a caller's transaction (one es_append_returning call); the store's own appends are batched. */
 export async function appendInTransaction(
   tx: Queryable,
   streamName: string,
@@ -383,6 +385,8 @@ export async function createSqlEventStore(
   let recentEvents = 0;
   /** Every event up to here was visible when the subscribers were last woken by this process's appends. */
   let wokenUpTo = START.commit;
+  /** The highest position known committed (own batches, NOTIFY payloads): memory ending below it is not all. */
+  let knownHead = START.commit;
   const written = (segments: WrittenSegment[]) => {
     if (wakers.size > 0)
       for (const w of segments) {
@@ -392,6 +396,7 @@ export async function createSqlEventStore(
     while (recentEvents > RECENT_EVENTS && recent.length > 1) recentEvents -= recent.shift()!.events.length;
     const last = segments[segments.length - 1]?.events.at(-1)?.position.commit;
     if (last !== undefined && last > wokenUpTo) wokenUpTo = last;
+    if (wokenUpTo > knownHead) knownHead = wokenUpTo;
     wakeAll();
   };
   /** The log after `from` as this process wrote it, if it holds it (null: read the log). */
@@ -410,11 +415,19 @@ export async function createSqlEventStore(
   // NOTIFY that comes while a batch is at the server waits for its answer; one at or below what the
   // subscribers were then woken to read wakes nobody (one read of the log per batch saved). Another process's
   // NOTIFY waits at most one batch's round trip.
-  const notified = (payload: string) =>
+  const notified = (payload: string) => {
+    if (/^[0-9]+$/.test(payload)) {
+      if (BigInt(payload) > knownHead) knownHead = BigInt(payload);
+    } else {
+      // The LISTEN connection was replaced: notifications sent meanwhile are lost, so the head is unknown.
+      recent.length = 0;
+      recentEvents = 0;
+    }
     appender.afterBatch(() => {
       if (/^[0-9]+$/.test(payload) && BigInt(payload) <= wokenUpTo) return;
       wakeAll();
     });
+  };
   let unlisten: (() => Promise<void>) | undefined;
   let listening: Promise<void> | undefined;
   const ensureListening = () =>
@@ -470,8 +483,11 @@ export async function createSqlEventStore(
    * before it reads: an event committed after the shared read started wakes it again.
    */
   const readShared = (from: Position, limit: number): Promise<RecordedEvent[]> => {
+    // Only all there is (as far as this process knows) or a full batch: a subscriber handed less than the
+    // log holds would wait for a wake-up that was spent while it was busy (up to the 1 s timer).
     const mine = fromRecent(from.commit, limit);
-    if (mine) return Promise.resolve(mine);
+    if (mine && (mine.length >= limit || mine[mine.length - 1]!.position.commit >= knownHead))
+      return Promise.resolve(mine);
     const key = `${from.commit}:${limit}`;
     let read = sharedReads.get(key);
     if (!read) {
