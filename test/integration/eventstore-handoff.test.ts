@@ -247,7 +247,7 @@ describe.each(targets)('SQL event store handing its own appends to its subscribe
 });
 
 const describePg = process.env.DATABASE_URL ? describe : describe.skip;
-describePg('SQL event store handing over its appends under another isolation level (PostgreSQL)', () => {
+describePg('SQL event store handing over its appends under another default isolation (PostgreSQL)', () => {
   let database: TestDatabase;
   beforeEach(async () => {
     database = await freshPostgres(process.env.DATABASE_URL!);
@@ -256,9 +256,30 @@ describePg('SQL event store handing over its appends under another isolation lev
     await database.drop();
   });
 
-  it('hands every event to a subscriber when sessions default to repeatable read', async () => {
-    // A snapshot taken before the append lock misses what committed while waiting for it: the batch
-    // must then not be taken as all there is after its head.
+  it('gives no head before the batch to a session in repeatable read (its snapshot predates the lock)', async () => {
+    const store = await createSqlEventStore(database.db);
+    await store.close();
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const batch = JSON.stringify([
+        [{ s: 'rr', e: 'any', ev: [{ id: randomUUID(), type: 'T', data: {}, metadata: {} }] }],
+      ]);
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      const rr = await client.query('SELECT prev_head FROM es_append_returning($1::jsonb)', [batch]);
+      await client.query('COMMIT');
+      expect(rr.rows).toEqual([{ prev_head: null }]);
+      const rc = await client.query('SELECT prev_head FROM es_append_returning($1::jsonb)', [
+        batch.replace(/"id":"[^"]+"/, `"id":"${randomUUID()}"`),
+      ]);
+      expect(rc.rows).toEqual([{ prev_head: '1' }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('hands every event to a subscriber when the database defaults to repeatable read', async () => {
+    // The service's connections run READ COMMITTED whatever the database's default (src/db/pg.ts).
     const name = new URL(database.url!).pathname.slice(1);
     const admin = new Client({ connectionString: database.url });
     await admin.connect();
