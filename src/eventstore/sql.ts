@@ -416,15 +416,17 @@ export async function createSqlEventStore(
   // subscribers were then woken to read wakes nobody (one read of the log per batch saved). Another process's
   // NOTIFY waits at most one batch's round trip.
   const notified = (payload: string) => {
-    if (/^[0-9]+$/.test(payload)) {
-      if (BigInt(payload) > knownHead) knownHead = BigInt(payload);
-    } else {
+    const at = /^[0-9]+$/.test(payload) ? BigInt(payload) : null;
+    if (at === null) {
       // The LISTEN connection was replaced: notifications sent meanwhile are lost, so the head is unknown.
       recent.length = 0;
       recentEvents = 0;
     }
+    // Taken in only once the batch at the server (if one is) is answered: the NOTIFY of this process's own
+    // batch often comes first, and a head above what memory holds would send subscribers to read the log.
     appender.afterBatch(() => {
-      if (/^[0-9]+$/.test(payload) && BigInt(payload) <= wokenUpTo) return;
+      if (at !== null && at > knownHead) knownHead = at;
+      if (at !== null && at <= wokenUpTo) return;
       wakeAll();
     });
   };
