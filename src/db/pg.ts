@@ -5,14 +5,17 @@ import type { Database, Queryable, QueryOptions, QueryResult } from './database'
 types.setTypeParser(types.builtins.INT8, (v) => v);
 
 export function createPgDatabase(connectionString: string, opts: { max?: number } = {}): Database {
-  const pool = new Pool({ connectionString, max: opts.max ?? 10 });
+  const pool = new Pool({
+    connectionString,
+    max: opts.max ?? 10,
+    // The event store's ordering and every read model's upserts are written for READ COMMITTED, whatever a
+    // database or role was set to default to (the pool awaits this before it hands the connection out).
+    onConnect: async (client) => {
+      await client.query("SET default_transaction_isolation TO 'read committed'");
+    },
+  });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
-  // The event store's ordering and every read model's upserts are written for READ COMMITTED, whatever a
-  // database or role was set to default to (pg runs this before anything else the client is asked).
-  pool.on('connect', (client) => {
-    client.query("SET default_transaction_isolation TO 'read committed'").catch(() => undefined);
-  });
 
   const query = async <R>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> => {
     const res = opts?.name
