@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import * as t from 'io-ts';
 import type { AppDeps } from '../../src/deps';
 import { ConcurrencyConflictError, handleCommand, readState } from '../../src/commandHandler';
-import { keptState, loadState, type Loaded } from '../../src/foldedStates';
+import { keptState, loadState, type Folder, type Loaded } from '../../src/foldedStates';
 import {
   type EventMetadata,
   type StreamCondition,
@@ -120,13 +120,20 @@ export function bookingCommands(deps: AppDeps): Router {
     metadata: EventMetadata,
     guess: boolean,
   ) => {
+    /** Whether anything this attempt decides on was kept, not read (the calendar is handleCommand's). */
+    let guessed = false;
     const refuse = (err: HttpError) => {
-      throw guess ? new DecideAgain() : err;
+      throw guessed ? new DecideAgain() : err;
+    };
+    const kept = <S>(streamName: string, folder: Folder<never, S>) => {
+      const k = guess ? keptState(deps.store, streamName, folder) : undefined;
+      if (k) guessed = true;
+      return k;
     };
     // The service and the address come from their own streams: a lagging or stopped read model must not
     // book a rejected service, at an old price, or past a reduced group size.
     const serviceRead =
-      (guess && keptState(deps.store, serviceStream(serviceId), service)) ||
+      kept(serviceStream(serviceId), service) ||
       (await loadState(deps.store, serviceStream(serviceId), service));
     const bookable = serviceRead.state.service;
     if (!bookable) return refuse(notFound('service_not_found', 'no such bookable service'));
@@ -140,7 +147,7 @@ export function bookingCommands(deps: AppDeps): Router {
           : loadState(deps.store, calendarStream(bookable.coachId), calendar);
     if (typeof calendarState === 'object') calendarState.catch(() => undefined); // a refusal below leaves it unread
     const bookRead =
-      (guess && keptState(deps.store, addressStream(bookable.coachId), addressBook)) ||
+      kept(addressStream(bookable.coachId), addressBook) ||
       (await loadState(deps.store, addressStream(bookable.coachId), addressBook, { keepEmpty: true }));
     const where = placeOf(bookRead.state, body);
     if (!where)
