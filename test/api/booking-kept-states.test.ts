@@ -1,4 +1,7 @@
+import { createSqlEventStore } from '../../src/eventstore/sql';
+import { type EventStore, isCondition } from '../../src/eventstore/types';
 import { marketplace } from '../support/marketplace';
+import { testDatabase, type TestDatabase } from '../support/services';
 import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
 /**
@@ -125,5 +128,73 @@ describeSql('a booking on states this instance kept, after another instance chan
     const booked = await book(a, client.token, created.body.id, { slots: ['2026-12-02T10:00:00'] });
     expect(booked.status).toBe(200);
     expect(booked.body[0]).toMatchObject({ price: 30, serviceId: created.body.id });
+  });
+});
+
+describeSql('a service that changes between a booking’s read and its hold', () => {
+  let database: TestDatabase;
+  let t: TestSystem;
+  let m: ReturnType<typeof marketplace>;
+  /** How many more bookings' holds find their service changed just before they are written. */
+  const race = { left: 0 };
+  let inner: EventStore;
+  beforeAll(async () => {
+    database = await testDatabase();
+    inner = await createSqlEventStore(database.db);
+    // Another writer that touches the service (an edit that changes nothing) right before each hold's
+    // write, as a coach saving the service form at that moment would.
+    const store: EventStore = {
+      ...inner,
+      kind: inner.kind,
+      appendMany: async (appends) => {
+        const service = appends.find((a) => isCondition(a) && a.streamName.startsWith('service-'));
+        if (service && race.left > 0) {
+          race.left--;
+          const serviceId = service.streamName.slice('service-'.length);
+          const { events } = await inner.readStream(service.streamName);
+          const coachId = (events[0]!.data as { coachId: string }).coachId;
+          await inner.append(service.streamName, [
+            {
+              type: 'ServiceUpdated',
+              data: { serviceId, coachId, changes: {}, updatedAt: NOW.toISOString() },
+            },
+          ]);
+        }
+        return inner.appendMany!(appends);
+      },
+    };
+    t = await startTestSystem({ clock: () => NOW, db: database.db, store });
+    m = marketplace(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await inner?.close(); // a store passed in is the caller's to close
+    await database?.drop();
+  });
+
+  it('decides again on the service as it now is, and books', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    race.left = 2;
+    const res = await book(t, client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    expect(res.status).toBe(200);
+    expect(race.left).toBe(0);
+    expect(res.body[0]).toMatchObject({ serviceId, price: 40 });
+  });
+
+  it('answers 409 conflict, booking nothing, when the service changes before every attempt', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    race.left = 100;
+    const res = await book(t, client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    race.left = 0;
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: 'conflict' });
+    const { events } = await t.system.deps.store.readStream(`calendar-${coach.id}`);
+    expect(events.filter((e) => e.type === 'SlotsReserved')).toHaveLength(0);
+    // The slot is still free for the next try.
+    expect((await book(t, client.token, serviceId, { slots: ['2026-12-02T10:00:00'] })).status).toBe(200);
   });
 });
