@@ -117,14 +117,10 @@ BEGIN
     k := 0;
     FOR app IN SELECT value FROM jsonb_array_elements(grp) LOOP
       k := k + 1;
-      IF NOT matched THEN
+      -- A refused group's appends, and a written group's conditions (StreamCondition: no events), write
+      -- nothing: one row says whether the append matched and what the stream's revision was.
+      IF NOT matched OR jsonb_array_length(app->'ev') = 0 THEN
         RETURN QUERY SELECT base + k - 1, checks[k], actuals[k], prev, NULL::bigint, NULL::uuid, NULL::bigint,
-          NULL::text, NULL::jsonb, NULL::jsonb, NULL::timestamptz;
-        CONTINUE;
-      END IF;
-      IF jsonb_array_length(app->'ev') = 0 THEN
-        -- A condition (StreamCondition): checked above, nothing to write.
-        RETURN QUERY SELECT base + k - 1, true, actuals[k], prev, NULL::bigint, NULL::uuid, NULL::bigint,
           NULL::text, NULL::jsonb, NULL::jsonb, NULL::timestamptz;
         CONTINUE;
       END IF;
@@ -383,9 +379,11 @@ export async function createSqlEventStore(
    */
   const recent: WrittenSegment[] = [];
   let recentEvents = 0;
-  /** Every event up to here was visible when the subscribers were last woken by this process's appends. */
-  let wokenUpTo = START.commit;
-  /** The highest position known committed (own batches, NOTIFY payloads): memory ending below it is not all. */
+  /**
+   * The highest position known committed (own batches, NOTIFY payloads). Raised only just before a wake-up,
+   * so everything up to it was committed when the subscribers were last woken; memory ending below it is
+   * not all there is.
+   */
   let knownHead = START.commit;
   const written = (segments: WrittenSegment[]) => {
     if (wakers.size > 0)
@@ -395,8 +393,7 @@ export async function createSqlEventStore(
       }
     while (recentEvents > RECENT_EVENTS && recent.length > 1) recentEvents -= recent.shift()!.events.length;
     const last = segments[segments.length - 1]?.events.at(-1)?.position.commit;
-    if (last !== undefined && last > wokenUpTo) wokenUpTo = last;
-    if (wokenUpTo > knownHead) knownHead = wokenUpTo;
+    if (last !== undefined && last > knownHead) knownHead = last;
     wakeAll();
   };
   /** The log after `from` as this process wrote it, if it holds it (null: read the log). */
@@ -412,9 +409,9 @@ export async function createSqlEventStore(
     return out.slice(0, limit);
   };
   // A batch's NOTIFY also comes back to the process that wrote it, often before the batch's own answer. So a
-  // NOTIFY that comes while a batch is at the server waits for its answer; one at or below what the
-  // subscribers were then woken to read wakes nobody (one read of the log per batch saved). Another process's
-  // NOTIFY waits at most one batch's round trip.
+  // NOTIFY that comes while a batch is at the server waits for its answer; one at or below the known head
+  // wakes nobody, since subscribers were woken to read past it already (one read of the log per batch
+  // saved). Another process's NOTIFY waits at most one batch's round trip.
   const notified = (payload: string) => {
     const at = /^[0-9]+$/.test(payload) ? BigInt(payload) : null;
     if (at === null) {
@@ -425,8 +422,8 @@ export async function createSqlEventStore(
     // Taken in only once the batch at the server (if one is) is answered: the NOTIFY of this process's own
     // batch often comes first, and a head above what memory holds would send subscribers to read the log.
     appender.afterBatch(() => {
-      if (at !== null && at > knownHead) knownHead = at;
-      if (at !== null && at <= wokenUpTo) return;
+      if (at !== null && at <= knownHead) return;
+      if (at !== null) knownHead = at;
       wakeAll();
     });
   };
