@@ -172,23 +172,25 @@ describeSql('a service that changes between a booking’s read and its hold', ()
     await database?.drop();
   });
 
-  it('decides again on the service as it now is, and books', async () => {
+  /** A booking of a new coach's service whose hold finds the service changed `changes` times. */
+  const bookInRace = async (changes: number) => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
     const client = await m.client();
-    race.left = 2;
+    race.left = changes;
     const res = await book(t, client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    return { coach, serviceId, client, res };
+  };
+
+  it('decides again on the service as it now is, and books', async () => {
+    const { serviceId, res } = await bookInRace(2);
     expect(res.status).toBe(200);
     expect(race.left).toBe(0);
     expect(res.body[0]).toMatchObject({ serviceId, price: 40 });
   });
 
   it('answers 409 conflict, booking nothing, when the service changes before every attempt', async () => {
-    const coach = await m.coach();
-    const serviceId = await m.offering(coach);
-    const client = await m.client();
-    race.left = 100;
-    const res = await book(t, client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    const { coach, serviceId, client, res } = await bookInRace(100);
     race.left = 0;
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ error: 'conflict' });
