@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { asciiDomain, composeMessage, envelopeAddress } from './compose';
+import { grouped } from '../grouped';
 
 /** One outgoing e-mail. `key` is its idempotency key (derived from the causing event and the recipient). */
 export interface MailMessage {
@@ -119,11 +120,29 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
 /** Outbox files written at once (each an open, write, fsync, close and rename on libuv's thread pool). */
 const OUTBOX_CONCURRENCY = 16;
 
+/** Makes the renames done in `dir` durable: its entries are fsynced with the directory itself. */
+export const syncDirectory = async (dir: string) => {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+};
+
 /**
- * Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, then renamed), byte for byte
- * as SMTP would send it.
+ * Writes each message as `<outboxDir>/<key>.eml` (written to a temporary name, fsynced, then renamed), byte
+ * for byte as SMTP would send it. A send answers only once the file is durable under its final name: after
+ * a crash the message is there, complete, or (before the answer) not there at all, never only as a `.tmp`
+ * file while its delivery is recorded as sent. The directory's fsync is shared by the sends that finish
+ * together (`grouped`); `syncDir` is there for tests to watch it.
  */
-export function createOutboxMailer(outboxDir: string, from: string): Mailer {
+export function createOutboxMailer(
+  outboxDir: string,
+  from: string,
+  syncDir: (dir: string) => Promise<void> = syncDirectory,
+): Mailer {
+  const renamesDurable = grouped(() => syncDir(outboxDir));
   // The directory is made once, and again only when it went missing (an operator emptied DATA_DIR).
   let made: Promise<unknown> | undefined;
   const open = async (tmp: string) => {
@@ -154,6 +173,7 @@ export function createOutboxMailer(outboxDir: string, from: string): Mailer {
         await fh.close();
       }
       await fs.rename(tmp, file);
+      await renamesDurable();
       return { messageId };
     },
     async verify() {
