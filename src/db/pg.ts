@@ -75,22 +75,27 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
       return inTransaction(`BEGIN; ${first}`, (tx, rows) => fn(tx, rows as R[]));
     },
     async listen(channel, onNotify) {
-      // A dedicated connection. If the server drops it (restart, failover), it is replaced after a pause,
-      // and listeners are woken once, since notifications sent meanwhile are lost.
+      // A dedicated connection. If the server drops it (restart, failover), it is replaced at once (then
+      // every second while that fails), and listeners are woken once LISTEN is back, since notifications
+      // sent meanwhile are lost.
       let closed = false;
       let current: { client: PoolClient; drop: (destroy: boolean) => void } | null = null;
+      let timer: NodeJS.Timeout | undefined;
       const handler = (msg: { channel: string; payload?: string }) => {
         if (msg.channel === channel) onNotify(msg.payload ?? '');
       };
-      const retry = () => {
-        if (!closed) setTimeout(() => void connect(), 1000);
+      let replacing = false;
+      const retry = (delay: number) => {
+        replacing = true;
+        if (!closed) timer = setTimeout(() => void connect(), delay);
       };
       const connect = async (): Promise<void> => {
+        if (closed) return;
         let c: PoolClient;
         try {
           c = await pool.connect();
         } catch {
-          return retry();
+          return retry(1000);
         }
         let released = false;
         const drop = (destroy: boolean) => {
@@ -100,6 +105,8 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
           c.release(destroy);
           if (current?.client === c) current = null;
         };
+        // Closed while this connection was being made: it goes back, or pool.end() would wait for it.
+        if (closed) return drop(false);
         c.on('notification', handler);
         // Stays attached for the client's life: 'error' can fire more than once on a dying connection,
         // and an 'error' event without a listener would end the process.
@@ -107,19 +114,26 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
           if (released) return;
           drop(true);
           onNotify('');
-          retry();
+          retry(0);
         });
         try {
           await c.query(`LISTEN ${channel}`);
-          current = { client: c, drop };
         } catch {
           drop(true);
-          retry();
+          return retry(1000);
+        }
+        if (closed) return drop(true);
+        current = { client: c, drop };
+        // Notifications sent while no connection listened are lost: wake listeners once LISTEN is back.
+        if (replacing) {
+          replacing = false;
+          onNotify('');
         }
       };
       await connect();
       return async () => {
         closed = true;
+        clearTimeout(timer);
         const held = current;
         if (!held) return;
         await held.client.query(`UNLISTEN ${channel}`).catch(() => undefined);

@@ -41,6 +41,8 @@ const MAX_BATCH = 256;
 const COALESCE_MS = 2;
 /** Events of this process's latest batches kept for its subscribers (see `recent`). */
 const RECENT_EVENTS = 2000;
+/** Longest another process's NOTIFY waits for this process's batch at the server (see `notified`). */
+const NOTIFY_WAIT_MS = 10;
 
 export const eventStoreSchema = `
 CREATE TABLE IF NOT EXISTS es_streams (
@@ -276,6 +278,69 @@ export async function appendInTransaction(
 }
 
 /**
+ * SQLSTATE classes of a statement the server refused, its transaction rolled back: bad data (22), a
+ * constraint such as a duplicate event id (23), a conflict (40), a bad statement (42), a limit (54), the
+ * append function's own raise (P0). After anything else (a lost connection, a backend terminated around its
+ * commit) the batch may or may not be in the log.
+ */
+const REFUSED_CLASSES = new Set(['22', '23', '40', '42', '54', 'P0']);
+const refusedByServer = (err: unknown) => {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && code.length === 5 && REFUSED_CLASSES.has(code.slice(0, 2));
+};
+
+interface Found {
+  stream: string;
+  type: string;
+  position: bigint;
+  revision: bigint;
+}
+
+/** The events of these ids that the log holds, by id. */
+async function lookUp(q: Queryable, ids: string[]): Promise<Map<string, Found>> {
+  const res = await q.query<{
+    event_id: string;
+    stream_name: string;
+    type: string;
+    position: string;
+    revision: string;
+  }>(
+    'SELECT event_id, stream_name, type, position, revision FROM es_events WHERE event_id = ANY($1::uuid[])',
+    [ids],
+  );
+  return new Map(
+    res.rows.map((r) => [
+      r.event_id.toLowerCase(),
+      { stream: r.stream_name, type: r.type, position: BigInt(r.position), revision: BigInt(r.revision) },
+    ]),
+  );
+}
+
+const idsOf = (groups: Group[]) =>
+  groups.flatMap((g) => g.flatMap((a) => (isCondition(a) ? [] : a.events.map((e) => e.id!.toLowerCase()))));
+
+/**
+ * A group's results if the log holds every one of its events (ids, streams and types alike): an earlier
+ * attempt wrote it and its answer was lost. Null otherwise (a group is written whole or not at all).
+ */
+function resultsIfWritten(group: Group, found: Map<string, Found>): AppendResult[] | null {
+  let last: bigint | undefined;
+  const revisions = group.map((a) => {
+    if (isCondition(a)) return a.expectedRevision === 'no_stream' ? -1n : a.expectedRevision;
+    let revision: bigint | undefined;
+    for (const e of a.events) {
+      const f = found.get(e.id!.toLowerCase());
+      if (!f || f.stream !== a.streamName || f.type !== e.type) return null;
+      if (revision === undefined || f.revision > revision) revision = f.revision;
+      if (last === undefined || f.position > last) last = f.position;
+    }
+    return revision!;
+  });
+  if (revisions.some((r) => r === null) || last === undefined) return null;
+  return revisions.map((r) => ({ nextRevision: r!, position: { commit: last!, prepare: last! } }));
+}
+
+/**
  * Group commit: appends queue up while a batch is at the server; the next batch takes all of them. One
  * batch at a time per process, since the append lock would serialise them at the server anyway.
  */
@@ -284,40 +349,89 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
     group: Group;
     resolve: (r: AppendResult[]) => void;
     reject: (err: unknown) => void;
+    /** Sent again after a batch whose outcome was unknown: a refusal now may be its own earlier write. */
+    resent?: boolean;
   }
   let queue: Pending[] = [];
   let running = false;
   /** Set while a batch is at the server; called once it is answered (and its events handed out). */
   let inFlight: (() => void)[] | null = null;
 
-  const settle = (batch: Pending[], results: (AppendResult[] | WrongExpectedRevisionError)[]) =>
-    batch.forEach((p, i) => {
+  /** Rejects with `err`, unless `p` was sent again and the log holds it already (written, answer lost). */
+  const refuse = async (p: Pending, err: unknown) => {
+    if (p.resent) {
+      const found = await lookUp(db, idsOf([p.group])).catch(() => null);
+      const written = found && resultsIfWritten(p.group, found);
+      if (written) return p.resolve(written);
+    }
+    p.reject(err);
+  };
+
+  const settle = async (batch: Pending[], results: (AppendResult[] | WrongExpectedRevisionError)[]) => {
+    for (const [i, p] of batch.entries()) {
       const r = results[i]!;
-      if (r instanceof Error) p.reject(r);
+      if (r instanceof Error) await refuse(p, r);
       else p.resolve(r);
-    });
+    }
+  };
+
+  /**
+   * The batch's statement failed without the server refusing it (the connection was lost, say): it may
+   * have committed. What the log holds is answered as written; the rest is sent once more, alone, with the
+   * same event ids, so nothing lands twice (a second copy would break the ids' uniqueness, and a refusal of
+   * the resend is checked against the log). When the log cannot be asked (about 3 s), the error stands.
+   */
+  const resolveUnknown = async (batch: Pending[], err: unknown) => {
+    let found: Map<string, Found> | null = null;
+    for (let pause = 100; !found; pause *= 2) {
+      found = await lookUp(db, idsOf(batch.map((p) => p.group))).catch(() => null);
+      if (!found && pause > 1600) return batch.forEach((p) => p.reject(err));
+      if (!found) await new Promise((r) => setTimeout(r, pause));
+    }
+    for (const p of batch) {
+      const written = resultsIfWritten(p.group, found);
+      if (written) {
+        p.resolve(written);
+        continue;
+      }
+      if (p.resent) {
+        p.reject(err);
+        continue;
+      }
+      p.resent = true;
+      await run([p]).catch((e: unknown) => (refusedByServer(e) ? refuse(p, e) : p.reject(e)));
+    }
+  };
+
+  /** What the batch under way wrote, for the subscribers. */
+  let written: WrittenSegment[] = [];
+  const run = async (pending: Pending[]) => {
+    const r = await runBatch(
+      db,
+      pending.map((p) => p.group),
+    );
+    if (r.written) written.push(r.written);
+    await settle(pending, r.results);
+  };
 
   const drain = async () => {
     while (queue.length > 0) {
       const batch = queue.slice(0, MAX_BATCH);
       queue = queue.slice(batch.length);
-      const written: WrittenSegment[] = [];
+      written = [];
       const afterBatch: (() => void)[] = (inFlight = []);
-      const run = async (pending: Pending[]) => {
-        const r = await runBatch(
-          db,
-          pending.map((p) => p.group),
-        );
-        if (r.written) written.push(r.written);
-        settle(pending, r.results);
-      };
       try {
         await run(batch);
       } catch (err) {
         // One bad append (a duplicate event id, an unstorable value) fails the whole statement: alone,
         // each append meets its own fate, so the others still land.
-        if (batch.length === 1) batch[0]!.reject(err);
-        else for (const p of batch) await run([p]).catch(p.reject);
+        if (!refusedByServer(err)) await resolveUnknown(batch, err);
+        else if (batch.length === 1) await refuse(batch[0]!, err);
+        else
+          for (const p of batch)
+            await run([p]).catch((e: unknown) =>
+              refusedByServer(e) ? refuse(p, e) : resolveUnknown([p], e),
+            );
       }
       inFlight = null;
       onWritten(written);
@@ -328,8 +442,22 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
     running = false;
   };
 
-  /** Runs `f` once the batch at the server (if one is) is answered: at once when none is. */
-  const afterBatch = (f: () => void) => (inFlight ? inFlight.push(f) : f());
+  /**
+   * Runs `f` once the batch at the server (if one is) is answered, at once when none is, and after
+   * `maxWaitMs` at the latest: a batch can wait long for the append lock behind other processes.
+   */
+  const afterBatch = (f: () => void, maxWaitMs: number) => {
+    if (!inFlight) return f();
+    let done = false;
+    const once = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      f();
+    };
+    const timer = setTimeout(once, maxWaitMs);
+    inFlight.push(once);
+  };
 
   const append = (group: Group): Promise<AppendResult[]> => {
     const empty = group.find((a) => !isCondition(a) && a.events.length === 0);
@@ -337,8 +465,12 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
     if (group.every(isCondition)) return Promise.reject(new EmptyAppendError(group[0]?.streamName ?? ''));
     if (new Set(group.map((a) => a.streamName)).size !== group.length)
       return Promise.reject(new Error('appendMany takes each stream at most once'));
+    // Ids given once, here: an append sent again after a lost answer must carry the same ones.
+    const withIds = group.map((a) =>
+      isCondition(a) ? a : { ...a, events: a.events.map((e) => (e.id ? e : { ...e, id: randomUUID() })) },
+    );
     return new Promise<AppendResult[]>((resolve, reject) => {
-      queue.push({ group, resolve, reject });
+      queue.push({ group: withIds, resolve, reject });
       if (!running) {
         running = true;
         // Started on the next turn, so appends made in the same turn of the event loop share the batch.
@@ -411,7 +543,9 @@ export async function createSqlEventStore(
   // A batch's NOTIFY also comes back to the process that wrote it, often before the batch's own answer. So a
   // NOTIFY that comes while a batch is at the server waits for its answer; one at or below the known head
   // wakes nobody, since subscribers were woken to read past it already (one read of the log per batch
-  // saved). Another process's NOTIFY waits at most one batch's round trip.
+  // saved). Another process's NOTIFY waits for that answer, but never more than NOTIFY_WAIT_MS: a batch
+  // queued for the append lock behind other processes' transactions must not hold their events back (taken
+  // in early, our own NOTIFY costs one read of the log, nothing more).
   const notified = (payload: string) => {
     const at = /^[0-9]+$/.test(payload) ? BigInt(payload) : null;
     if (at === null) {
@@ -425,7 +559,7 @@ export async function createSqlEventStore(
       if (at !== null && at <= knownHead) return;
       if (at !== null) knownHead = at;
       wakeAll();
-    });
+    }, NOTIFY_WAIT_MS);
   };
   let unlisten: (() => Promise<void>) | undefined;
   let listening: Promise<void> | undefined;
@@ -481,14 +615,14 @@ export async function createSqlEventStore(
    * before the next wake-up gets the read already made. Safe because every subscriber arms its wake-up
    * before it reads: an event committed after the shared read started wakes it again.
    */
-  const readShared = (from: Position, limit: number): Promise<RecordedEvent[]> => {
+  const readShared = (from: Position, limit: number, fresh = false): Promise<RecordedEvent[]> => {
     // Only all there is (as far as this process knows) or a full batch: a subscriber handed less than the
     // log holds would wait for a wake-up that was spent while it was busy (up to the 1 s timer).
     const mine = fromRecent(from.commit, limit);
     if (mine && (mine.length >= limit || mine[mine.length - 1]!.position.commit >= knownHead))
       return Promise.resolve(mine);
     const key = `${from.commit}:${limit}`;
-    let read = sharedReads.get(key);
+    let read = fresh ? undefined : sharedReads.get(key);
     if (!read) {
       read = readAll(from, limit);
       sharedReads.set(key, read);
@@ -503,12 +637,16 @@ export async function createSqlEventStore(
   const subscribe = ({ from, handler, onError, batchSize = 200 }: SubscribeOptions): Subscription => {
     let stopped = false;
     let wake: (() => void) | undefined;
+    let timedOut = false;
     const waker = () => wake?.();
     wakers.add(waker);
     const idle = () =>
       new Promise<void>((resolve) => {
         // The timer is a safety net only: notifications normally end the wait within milliseconds.
-        const timer = setTimeout(resolve, 1000);
+        const timer = setTimeout(() => {
+          timedOut = true;
+          resolve();
+        }, 1000);
         wake = () => {
           clearTimeout(timer);
           resolve();
@@ -522,7 +660,9 @@ export async function createSqlEventStore(
         while (!stopped) {
           const pending = idle(); // armed before reading, so an append during the read is not missed
           lastRead = performance.now();
-          const batch = await readShared(position, batchSize);
+          const fresh = timedOut;
+          timedOut = false;
+          const batch = await readShared(position, batchSize, fresh);
           if (stopped) break;
           if (batch.length > 0) {
             await handler(batch);
