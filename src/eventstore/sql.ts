@@ -316,8 +316,12 @@ async function lookUp(q: Queryable, ids: string[]): Promise<Map<string, Found>> 
   );
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** The groups' event ids that can be in the log (an id that is no uuid fails its batch's statement). */
 const idsOf = (groups: Group[]) =>
-  groups.flatMap((g) => g.flatMap((a) => (isCondition(a) ? [] : a.events.map((e) => e.id!.toLowerCase()))));
+  groups
+    .flatMap((g) => g.flatMap((a) => (isCondition(a) ? [] : a.events.map((e) => e.id!.toLowerCase()))))
+    .filter((id) => UUID.test(id));
 
 /**
  * A group's results if the log holds every one of its events (ids, streams and types alike): an earlier
