@@ -87,6 +87,7 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
       let replacing = false;
       const retry = (delay: number) => {
         replacing = true;
+        clearTimeout(timer); // one reconnection at a time
         if (!closed) timer = setTimeout(() => void connect(), delay);
       };
       const connect = async (): Promise<void> => {
@@ -110,17 +111,19 @@ export function createPgDatabase(connectionString: string, opts: { max?: number 
         c.on('notification', handler);
         // Stays attached for the client's life: 'error' can fire more than once on a dying connection,
         // and an 'error' event without a listener would end the process.
-        c.on('error', () => {
+        // A connection's one way out when it fails: the error event and a failed LISTEN can both come for
+        // the same death, and must not start two replacements (two listeners, one never given back).
+        const fail = (delay: number) => {
           if (released) return;
           drop(true);
           onNotify('');
-          retry(0);
-        });
+          retry(delay);
+        };
+        c.on('error', () => fail(0));
         try {
           await c.query(`LISTEN ${channel}`);
         } catch {
-          drop(true);
-          return retry(1000);
+          return fail(1000);
         }
         if (closed) return drop(true);
         current = { client: c, drop };

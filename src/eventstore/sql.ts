@@ -310,7 +310,7 @@ async function lookUp(q: Queryable, ids: string[]): Promise<Map<string, Found>> 
   );
   return new Map(
     res.rows.map((r) => [
-      r.event_id.toLowerCase(),
+      r.event_id,
       { stream: r.stream_name, type: r.type, position: BigInt(r.position), revision: BigInt(r.revision) },
     ]),
   );
@@ -320,7 +320,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** The groups' event ids that can be in the log (an id that is no uuid fails its batch's statement). */
 const idsOf = (groups: Group[]) =>
   groups
-    .flatMap((g) => g.flatMap((a) => (isCondition(a) ? [] : a.events.map((e) => e.id!.toLowerCase()))))
+    .flatMap((g) => g.flatMap((a) => (isCondition(a) ? [] : a.events.map((e) => e.id!))))
     .filter((id) => UUID.test(id));
 
 /**
@@ -328,21 +328,41 @@ const idsOf = (groups: Group[]) =>
  * attempt wrote it and its answer was lost. Null otherwise (a group is written whole or not at all).
  */
 function resultsIfWritten(group: Group, found: Map<string, Found>): AppendResult[] | null {
-  let last: bigint | undefined;
-  const revisions = group.map((a) => {
-    if (isCondition(a)) return a.expectedRevision === 'no_stream' ? -1n : a.expectedRevision;
+  let groupLast: bigint | undefined;
+  const each: { nextRevision: bigint; last?: bigint }[] = [];
+  for (const a of group) {
+    if (isCondition(a)) {
+      each.push({ nextRevision: a.expectedRevision === 'no_stream' ? -1n : a.expectedRevision });
+      continue;
+    }
     let revision: bigint | undefined;
+    let last: bigint | undefined;
     for (const e of a.events) {
-      const f = found.get(e.id!.toLowerCase());
+      const f = found.get(e.id!);
       if (!f || f.stream !== a.streamName || f.type !== e.type) return null;
       if (revision === undefined || f.revision > revision) revision = f.revision;
       if (last === undefined || f.position > last) last = f.position;
     }
-    return revision!;
+    if (groupLast === undefined || last! > groupLast) groupLast = last;
+    each.push({ nextRevision: revision!, last });
+  }
+  // As the statement answers: each append its own last event's position, a condition its group's last.
+  return each.map(({ nextRevision, last }) => {
+    const p = last ?? groupLast!;
+    return { nextRevision, position: { commit: p, prepare: p } };
   });
-  if (revisions.some((r) => r === null) || last === undefined) return null;
-  return revisions.map((r) => ({ nextRevision: r!, position: { commit: last!, prepare: last! } }));
 }
+
+/** An id as PostgreSQL prints a uuid (lower case, hyphens), so the log's answer can be matched to it. */
+const canonicalId = (id: string) => {
+  const hex = id
+    .replace(/^\{(.*)\}$/, '$1')
+    .replace(/-/g, '')
+    .toLowerCase();
+  return /^[0-9a-f]{32}$/.test(hex)
+    ? `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+    : id;
+};
 
 /**
  * Group commit: appends queue up while a batch is at the server; the next batch takes all of them. One
@@ -403,7 +423,8 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
         continue;
       }
       p.resent = true;
-      await run([p]).catch((e: unknown) => (refusedByServer(e) ? refuse(p, e) : p.reject(e)));
+      // Refused, or its answer lost again: either way the log says whether it is there.
+      await run([p]).catch((e: unknown) => refuse(p, e));
     }
   };
 
@@ -427,15 +448,20 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
       try {
         await run(batch);
       } catch (err) {
-        // One bad append (a duplicate event id, an unstorable value) fails the whole statement: alone,
-        // each append meets its own fate, so the others still land.
-        if (!refusedByServer(err)) await resolveUnknown(batch, err);
-        else if (batch.length === 1) await refuse(batch[0]!, err);
-        else
-          for (const p of batch)
-            await run([p]).catch((e: unknown) =>
-              refusedByServer(e) ? refuse(p, e) : resolveUnknown([p], e),
-            );
+        try {
+          // One bad append (a duplicate event id, an unstorable value) fails the whole statement: alone,
+          // each append meets its own fate, so the others still land.
+          if (!refusedByServer(err)) await resolveUnknown(batch, err);
+          else if (batch.length === 1) await refuse(batch[0]!, err);
+          else
+            for (const p of batch)
+              await run([p]).catch((e: unknown) =>
+                refusedByServer(e) ? refuse(p, e) : resolveUnknown([p], e),
+              );
+        } catch (unexpected) {
+          // Never leave a caller waiting, nor the queue stopped (a promise already settled ignores this).
+          batch.forEach((p) => p.reject(unexpected));
+        }
       }
       inFlight = null;
       onWritten(written);
@@ -471,7 +497,9 @@ function createAppender(db: Database, onWritten: (written: WrittenSegment[]) => 
       return Promise.reject(new Error('appendMany takes each stream at most once'));
     // Ids given once, here: an append sent again after a lost answer must carry the same ones.
     const withIds = group.map((a) =>
-      isCondition(a) ? a : { ...a, events: a.events.map((e) => (e.id ? e : { ...e, id: randomUUID() })) },
+      isCondition(a)
+        ? a
+        : { ...a, events: a.events.map((e) => ({ ...e, id: e.id ? canonicalId(e.id) : randomUUID() })) },
     );
     return new Promise<AppendResult[]>((resolve, reject) => {
       queue.push({ group: withIds, resolve, reject });

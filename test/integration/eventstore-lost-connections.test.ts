@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { Client } from 'pg';
 import { createPgDatabase } from '../../src/db/pg';
 import type { Database, QueryOptions } from '../../src/db/database';
@@ -79,6 +80,51 @@ describe.each(targets)('SQL event store appends whose answers are lost, on %s', 
     } finally {
       await store.close();
       await plain.close();
+    }
+  });
+
+  it('answers each append of a recovered appendMany with its own last position, as a plain answer does', async () => {
+    const store = await createSqlEventStore(lossy(database.db, (n) => (n === 1 ? 'answer lost' : 'ok')));
+    try {
+      const r = await store.appendMany!([
+        {
+          streamName: 'r1',
+          events: [
+            { type: 'A', data: {} },
+            { type: 'A', data: {} },
+          ],
+        },
+        { streamName: 'r2', events: [{ type: 'B', data: {} }] },
+      ]);
+      const log = await store.readAll(START, 100);
+      expect(r.map((x) => x.position.commit)).toEqual([log[1]!.position.commit, log[2]!.position.commit]);
+      expect(r.map((x) => x.nextRevision)).toEqual([1n, 0n]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('answers as written a recovered append whose caller gave its id in another uuid spelling', async () => {
+    const store = await createSqlEventStore(lossy(database.db, (n) => (n === 1 ? 'answer lost' : 'ok')));
+    try {
+      const id = randomUUID();
+      await store.append('x', [{ id: `{${id.replace(/-/g, '').toUpperCase()}}`, type: 'X', data: {} }]);
+      expect((await store.readAll(START, 100)).map((e) => e.id)).toEqual([id]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('checks the log when the resend loses its answer too', async () => {
+    const store = await createSqlEventStore(
+      lossy(database.db, (n) => (n <= 2 ? (n === 1 ? 'not sent' : 'answer lost') : 'ok')),
+    );
+    try {
+      const r = await store.append('twice', [{ type: 'T', data: {} }], { expectedRevision: 'no_stream' });
+      expect(r.nextRevision).toBe(0n);
+      expect((await store.readAll(START, 100)).map((e) => e.streamName)).toEqual(['twice']);
+    } finally {
+      await store.close();
     }
   });
 
@@ -279,6 +325,52 @@ describePg('SQL event store subscribers when notifications are lost (PostgreSQL,
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('makes one LISTEN connection when the socket dies during LISTEN, and still closes', async () => {
+    // A TCP proxy in front of PostgreSQL that cuts the connection (no error from the server) at its first LISTEN.
+    const target = new URL(database.url!);
+    let cut = false;
+    const proxy = net.createServer((c) => {
+      const s = net.connect(Number(target.port || 5432), target.hostname);
+      c.on('data', (buf) => {
+        if (!cut && buf.includes('LISTEN ')) {
+          cut = true;
+          c.destroy();
+          s.destroy();
+          return;
+        }
+        s.write(buf);
+      });
+      s.on('data', (b) => c.write(b));
+      for (const [a, b] of [
+        [c, s],
+        [s, c],
+      ] as const) {
+        a.on('error', () => b.destroy());
+        a.on('close', () => b.destroy());
+      }
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const via = new URL(database.url!);
+    via.hostname = '127.0.0.1';
+    via.port = String((proxy.address() as net.AddressInfo).port);
+    const db = createPgDatabase(via.toString(), { max: 4 });
+    try {
+      const wakes: string[] = [];
+      const unlisten = await db.listen('es_events', (x) => wakes.push(x));
+      await sleep(1500);
+      expect(cut).toBe(true);
+      expect(await listenPids()).toHaveLength(1);
+      await admin.query(`NOTIFY es_events, '42'`);
+      await sleep(100);
+      expect(wakes.filter((w) => w === '42')).toHaveLength(1);
+      await unlisten();
+      const closed = await Promise.race([db.close().then(() => 'closed'), sleep(3000).then(() => 'hung')]);
+      expect(closed).toBe('closed');
+    } finally {
+      proxy.close();
     }
   });
 
