@@ -79,12 +79,14 @@ export function bookingCommands(deps: AppDeps): Router {
   const packageRef = async (groupId: string) => {
     const b = await readState(deps.store, bookingStream(groupId), booking);
     if (!b.groupId) throw notFound('package_not_found', 'packageId is not one of your bookings');
-    const payment = (await readState(deps.store, paymentStream(b.paymentId), paymentDecider)).payment;
-    const paymentState = payment?.status ?? 'awaiting';
+    const paymentRead = await loadState(deps.store, paymentStream(b.paymentId), paymentDecider);
+    const paymentState = paymentRead.state.payment?.status ?? 'awaiting';
     return {
       groupId,
       paymentState,
       paymentOpen: !['canceled', 'deleted', 'refund'].includes(paymentState),
+      /** On the SQL stores the payment must be as read when the session is held (a condition, below). */
+      paymentUnchanged: unchanged(paymentStream(b.paymentId), paymentRead),
     };
   };
 
@@ -152,14 +154,17 @@ export function bookingCommands(deps: AppDeps): Router {
     const where = placeOf(bookRead.state, body);
     if (!where)
       return refuse(notFound('address_not_found', "addressId is not one of the coach's saved addresses"));
+    const method = body.method ?? 'card';
+    const pkg = body.packageId ? await packageRef(body.packageId.toLowerCase()) : undefined;
+    // A payment canceled (or expired) between its read and the hold must not take one more session: the
+    // slot would stay held with nothing left to pay or release it.
     const conditions = deps.store.appendMany
       ? [
           unchanged(serviceStream(serviceId), serviceRead),
           unchanged(addressStream(bookable.coachId), bookRead),
+          ...(pkg ? [pkg.paymentUnchanged] : []),
         ]
       : [];
-    const method = body.method ?? 'card';
-    const pkg = body.packageId ? await packageRef(body.packageId.toLowerCase()) : undefined;
     const groupId = pkg?.groupId ?? deps.newId();
     const now = deps.clock().toISOString();
 
