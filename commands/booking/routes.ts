@@ -11,7 +11,7 @@ import {
 } from '../../src/eventstore/types';
 import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
 import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
-import { HttpError, notFound } from '../../src/http/errors';
+import { HttpError, busy, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, decode } from '../../src/http/validation';
 import { sessionRecordOf, sessionRecordsOfHold, toSessionOut } from '../../src/resources/session';
@@ -108,8 +108,7 @@ export function bookingCommands(deps: AppDeps): Router {
         return;
       } catch (err) {
         if (!(err instanceof DecideAgain)) throw err;
-        if (attempt >= 5)
-          throw new HttpError(409, 'conflict', 'the service kept changing; retry the request');
+        if (attempt >= 5) throw busy('the service kept changing; retry the request');
       }
     }
   });
@@ -208,8 +207,7 @@ export function bookingCommands(deps: AppDeps): Router {
       },
       calendarState,
     ).catch((err: unknown) => {
-      if (err instanceof ConcurrencyConflictError)
-        throw new HttpError(409, 'conflict', 'the calendar is busy; retry the request');
+      if (err instanceof ConcurrencyConflictError) throw busy('the calendar is busy; retry the request');
       // The service or the address book changed since it was read: nothing was written.
       if (
         err instanceof WrongExpectedRevisionError &&

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
 import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { HttpError } from '../../src/http/errors';
+import { busy } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
@@ -77,8 +77,7 @@ export function paymentCommands(deps: AppDeps): Router {
     const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
     const found = await newestOpenPayment(deps.store, userId);
     if (found === 'none') throw paymentNotFound();
-    if (found === 'pending')
-      throw new HttpError(409, 'conflict', "the user's newest payment is still being created; retry shortly");
+    if (found === 'pending') throw busy("the user's newest payment is still being created; retry shortly");
     ctx.body = await update(ctx, found.paymentId, body);
   });
   return router;

@@ -4,7 +4,7 @@ import type { Decider, DomainError, DomainEvent } from '../decider';
 import type { AppDeps } from '../deps';
 import type { EventMetadata } from '../eventstore/types';
 import type { Principal } from './auth';
-import { HttpError } from './errors';
+import { HttpError, busy } from './errors';
 
 /** Status of a domain error: `*_not_found` is 404, `forbidden` 403, every other refusal a 409. */
 export function domainErrorToHttp(e: DomainError): HttpError {
@@ -45,7 +45,7 @@ export async function runCommand<C, E extends DomainEvent, S>(
     outcome = await handleCommand(deps.store, streamName, decider, command, metadataOf(ctx));
   } catch (err) {
     if (err instanceof ConcurrencyConflictError)
-      throw new HttpError(409, 'conflict', 'the resource changed concurrently; retry the request');
+      throw busy('the resource changed concurrently; retry the request');
     throw err;
   }
   if (!outcome.ok) throw domainErrorToHttp(outcome.error);

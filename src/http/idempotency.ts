@@ -43,8 +43,9 @@ export function keyedNewId(fallback: () => string): () => string {
 /**
  * `Idempotency-Key` for POST commands (DESIGN section 5). Keys are scoped to the caller and kept 24 h:
  * the same key and request replays the first answer; the same key with another request is 422
- * `idempotency_key_reused`; a repeat while the first is still running is 409. Server errors are not
- * remembered, so the client may retry them with the same key.
+ * `idempotency_key_reused`; a repeat while the first is still running is 409. Server errors, 503 and the
+ * 409 `conflict` answers that ask to retry (contention) are not remembered, so the client may retry them
+ * with the same key.
  *
  * Crash safety: a request that died without an answer leaves its key claimed with no answer. Once the
  * claim is older than `IDEMPOTENCY_LEASE_MS` (30 s) a retry takes it over and runs the request again, with
@@ -119,7 +120,9 @@ export function idempotent(deps: { db: Database; config: Pick<Config, 'idempoten
       await keyed.run({ tag, n: 0 }, () => next());
     } catch (err) {
       const r = renderError(err);
-      if (r.expected) await remember(r.status, r.body);
+      // An answer that only says "not now" (a 409 to retry, a 503) is not the request's outcome: forgotten
+      // like a server error, so a retry with the same key runs the request again.
+      if (r.expected && !r.retryable) await remember(r.status, r.body);
       else await db.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
       throw err;
     }

@@ -6,6 +6,8 @@ export interface Rendered {
   body: unknown;
   /** Whether the error is the caller's (4xx) rather than ours. */
   expected: boolean;
+  /** A moment's state (contention, the event store away), not the request's outcome: never replayed. */
+  retryable?: boolean;
 }
 
 /** Turns anything thrown below the error middleware into the documented status and body. */
@@ -18,13 +20,14 @@ export function renderError(err: unknown): Rendered {
       message: 'the event store is not answering; retry shortly',
       code: 503,
     };
-    return { status: 503, body, expected: true };
+    return { status: 503, body, expected: true, retryable: true };
   }
   if (err instanceof HttpError) {
     return {
       status: err.status,
       body: { error: err.error, message: err.message, code: err.status },
       expected: true,
+      retryable: err.retryable,
     };
   }
   // Errors raised by Koa and its middleware (body parser, koa-jwt) carry an exposed 4xx status.
