@@ -103,8 +103,13 @@ export function keptState<S>(
   streamName: string,
   decider: Folder<never, S>,
 ): Loaded<S> | undefined {
-  const hit = cacheOf(store).entries.get(keyOf(decider, streamName));
+  const k = cacheOf(store);
+  const key = keyOf(decider, streamName);
+  const hit = k.entries.get(key);
   if (!hit) return undefined;
+  // A use like any other: the states bookings decide on without reading must not drift to the eviction end.
+  k.entries.delete(key);
+  k.entries.set(key, hit);
   return {
     state: hit.state as S,
     revision: hit.revision < 0n ? 'no_stream' : hit.revision,

@@ -175,6 +175,24 @@ describe('folded states kept between commands', () => {
     expect((await inner.readStream(fresh)).events).toHaveLength(1);
   });
 
+  it('counts a decision on a kept state (keptState) as a use: it is not the next one forgotten', async () => {
+    const saved = { ...limits };
+    limits.streams = 2;
+    try {
+      const folder = { initialState: counter.initialState, evolve: counter.evolve };
+      const [a, b, c] = Array.from({ length: 3 }, () => `counter-${randomUUID()}`);
+      for (const s of [a, b, c]) await inner.append(s!, [{ type: 'Added', data: { n: 1 } }]);
+      await readState(store, a!, folder);
+      await readState(store, b!, folder);
+      expect(keptState(store, a!, folder)).toBeDefined(); // a used again, without a read
+      await readState(store, c!, folder); // the third stream pushes out the least recently used: b
+      expect(keptState(store, a!, folder)).toBeDefined();
+      expect(keptState(store, b!, folder)).toBeUndefined();
+    } finally {
+      Object.assign(limits, saved);
+    }
+  });
+
   it('keeps a bounded number of streams and events per decider, forgetting the least recently used (all deciders together)', async () => {
     const saved = { ...limits };
     limits.streams = 3;
