@@ -110,13 +110,16 @@ export function coachProfileQueries(deps: AppDeps): Router {
       ctx.body = fillHole(hit.answer, JSON.stringify(distanceOf(hit.coachPlace, placeHit)));
       return;
     }
+    const row = (await deps.db.query<ProfileRow>(PROFILE, [coachId, caller?.userId ?? null])).rows[0];
+    const coach = row?.profile.type === 'coach' ? row.profile : null;
+    if (!row || !coach) throw notFound('coach_not_found', 'no such coach');
+    // Version rows for the scopes that have none, so the next read can be served from the cache: only once
+    // the coach is known to exist, or anyone could add a row per made-up id (the table is never pruned).
+    // This answer is not cached (a scope without a version has no token); the next one is.
     const unversioned = [EVERYTHING, coachScope, ...(callerScope ? [callerScope] : [])].filter(
       (s) => !tokens.has(s),
     );
     if (unversioned.length) await ensureScopes(deps.db, unversioned);
-    const row = (await deps.db.query<ProfileRow>(PROFILE, [coachId, caller?.userId ?? null])).rows[0];
-    const coach = row?.profile.type === 'coach' ? row.profile : null;
-    if (!row || !coach) throw notFound('coach_not_found', 'no such coach');
     const callerPlace = caller ? row.caller_place : null;
     if (caller && callerScope && placeHit === undefined) {
       const token = tokenOf(callerScope);

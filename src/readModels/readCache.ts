@@ -105,6 +105,16 @@ export interface HoledJson {
 }
 
 /**
+ * The text's bytes in memory of their own: a small `Buffer.from` is a slice of a shared 8 KB block, which a
+ * cached slice keeps alive whole, so the cache's byte bound would count a fraction of what it holds.
+ */
+export function ownBuffer(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
+/**
  * `JSON.stringify(body)` with the value of key `hole` (in `body`'s key order) replaced by `placeholder`,
  * encoded once so a cached answer is sent without encoding it again.
  */
@@ -122,7 +132,7 @@ export function holedJson(body: Record<string, unknown>, hole: string, placehold
   const head = `${open}${open.length > 1 ? ',' : ''}${JSON.stringify(hole)}:`;
   const tail = close === '}' ? '}' : `,${close}`;
   return {
-    bytes: Buffer.from(head + placeholder + tail),
+    bytes: ownBuffer(head + placeholder + tail),
     at: Buffer.byteLength(head),
     length: Buffer.byteLength(placeholder),
     placeholder,

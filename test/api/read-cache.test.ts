@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { allProjections } from '../../projections';
 import { createPgDatabase } from '../../src/db/pg';
 import { readTokens } from '../../src/readModels/readVersions';
@@ -210,6 +210,24 @@ describe('cached availability (6) is recomputed when time alone changes it', () 
     expect(await packages()).toHaveLength(1); // cached
     clock.set('2026-12-03T00:00:00Z'); // the end of the 2nd in Berlin, the package's last day
     expect(await packages()).toEqual([]);
+  });
+});
+
+describe('version rows', () => {
+  it('are not made for made-up coach ids: an anonymous 404 writes nothing (the table is never pruned)', async () => {
+    const rows = async () =>
+      Number(
+        (await t.database.db.query<{ n: string }>('SELECT count(*)::text AS n FROM read_versions')).rows[0]!
+          .n,
+      );
+    const before = await rows();
+    for (let i = 0; i < 20; i++) {
+      const res = await t.request('GET', `/api/v1/coach/${randomUUID()}/profile`);
+      expect(res.status).toBe(404);
+      const avail = await t.request('GET', `/api/v1/service/${randomUUID()}/availability`);
+      expect(avail.status).toBe(404);
+    }
+    expect(await rows()).toBe(before);
   });
 });
 

@@ -67,4 +67,11 @@ describe('holedJson', () => {
     expect(fillHole(last, '2').toString()).toBe('{"a":"ü","distance":2}');
     expect(fillHole(last, 'null')).toBe(last.bytes);
   });
+
+  it('holds its bytes in memory of their own, not a slice of a shared block the cache would keep whole', () => {
+    const small = holedJson({ a: 1, distance: null }, 'distance', 'null');
+    expect(small.bytes.byteOffset).toBe(0);
+    expect(small.bytes.buffer.byteLength).toBe(small.bytes.length);
+    expect(small.bytes.toString()).toBe('{"a":1,"distance":null}');
+  });
 });
