@@ -1,7 +1,5 @@
-import { createSqlEventStore } from '../../src/eventstore/sql';
-import { type EventStore, isCondition } from '../../src/eventstore/types';
 import { marketplace } from '../support/marketplace';
-import { testDatabase, type TestDatabase } from '../support/services';
+import { systemOnSteppedStore, touchServiceBeforeHold } from '../support/storeRaces';
 import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
 /**
@@ -132,45 +130,17 @@ describeSql('a booking on states this instance kept, after another instance chan
 });
 
 describeSql('a service that changes between a booking’s read and its hold', () => {
-  let database: TestDatabase;
   let t: TestSystem;
   let m: ReturnType<typeof marketplace>;
   /** How many more bookings' holds find their service changed just before they are written. */
   const race = { left: 0 };
-  let inner: EventStore;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    database = await testDatabase();
-    inner = await createSqlEventStore(database.db);
-    // Another writer that touches the service (an edit that changes nothing) right before each hold's
-    // write, as a coach saving the service form at that moment would.
-    const store: EventStore = {
-      ...inner,
-      kind: inner.kind,
-      appendMany: async (appends) => {
-        const service = appends.find((a) => isCondition(a) && a.streamName.startsWith('service-'));
-        if (service && race.left > 0) {
-          race.left--;
-          const serviceId = service.streamName.slice('service-'.length);
-          const { events } = await inner.readStream(service.streamName);
-          const coachId = (events[0]!.data as { coachId: string }).coachId;
-          await inner.append(service.streamName, [
-            {
-              type: 'ServiceUpdated',
-              data: { serviceId, coachId, changes: {}, updatedAt: NOW.toISOString() },
-            },
-          ]);
-        }
-        return inner.appendMany!(appends);
-      },
-    };
-    t = await startTestSystem({ clock: () => NOW, db: database.db, store });
-    m = marketplace(t);
+    ({ t, m, close } = await systemOnSteppedStore(NOW, (inner) => ({
+      appendMany: touchServiceBeforeHold(inner, NOW, race),
+    })));
   });
-  afterAll(async () => {
-    await t?.close();
-    await inner?.close(); // a store passed in is the caller's to close
-    await database?.drop();
-  });
+  afterAll(() => close?.());
 
   /** A booking of a new coach's service whose hold finds the service changed `changes` times. */
   const bookInRace = async (changes: number) => {

@@ -1,8 +1,9 @@
-import { createSqlEventStore } from '../../src/eventstore/sql';
 import type { EventStore } from '../../src/eventstore/types';
-import { eventually, marketplace } from '../support/marketplace';
-import { testDatabase, type TestDatabase } from '../support/services';
-import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
+import { eventually, type marketplace } from '../support/marketplace';
+import { systemOnSteppedStore } from '../support/storeRaces';
+import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
+
+type Marketplace = ReturnType<typeof marketplace>;
 
 /**
  * A package's later session is booked against the package's payment as read: if the payment is canceled
@@ -15,10 +16,10 @@ const describeSql = testEventStoreOnEsdb() ? describe.skip : describe;
 const NOW = new Date('2026-12-01T08:00:00Z');
 
 describeSql('a package session booked while its payment is canceled', () => {
-  let database: TestDatabase;
-  let inner: EventStore;
   let t: TestSystem;
-  let m: ReturnType<typeof marketplace>;
+  let m: Marketplace;
+  let inner: EventStore;
+  let close: () => Promise<void>;
   /** When `stream` is read next, `during` runs before the read is answered (once). */
   const race: { stream: string | null; during: (() => Promise<void>) | null } = {
     stream: null,
@@ -26,13 +27,9 @@ describeSql('a package session booked while its payment is canceled', () => {
   };
 
   beforeAll(async () => {
-    database = await testDatabase();
-    inner = await createSqlEventStore(database.db);
-    const store: EventStore = {
-      ...inner,
-      kind: inner.kind,
+    ({ t, m, inner, close } = await systemOnSteppedStore(NOW, (real) => ({
       readStream: async (name, opts) => {
-        const read = await inner.readStream(name, opts);
+        const read = await real.readStream(name, opts);
         if (race.stream === name && race.during) {
           const during = race.during;
           race.during = null;
@@ -40,15 +37,9 @@ describeSql('a package session booked while its payment is canceled', () => {
         }
         return read;
       },
-    };
-    t = await startTestSystem({ clock: () => NOW, db: database.db, store });
-    m = marketplace(t);
+    })));
   });
-  afterAll(async () => {
-    await t?.close();
-    await inner?.close();
-    await database?.drop();
-  });
+  afterAll(() => close?.());
 
   it('answers 409 package_canceled and holds no new session', async () => {
     const coach = await m.coach();

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createSqlEventStore } from '../../src/eventstore/sql';
-import { EventStoreUnavailableError, type EventStore, isCondition } from '../../src/eventstore/types';
-import { marketplace } from '../support/marketplace';
-import { testDatabase, type TestDatabase } from '../support/services';
-import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
+import { EventStoreUnavailableError } from '../../src/eventstore/types';
+import type { marketplace } from '../support/marketplace';
+import { systemOnSteppedStore, touchServiceBeforeHold } from '../support/storeRaces';
+import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
+
+type Marketplace = ReturnType<typeof marketplace>;
 
 /**
  * An answer that only says "not now" is not the request's outcome: a 409 `conflict` that asks to retry
@@ -16,48 +17,28 @@ const describeSql = testEventStoreOnEsdb() ? describe.skip : describe;
 const NOW = new Date('2026-12-01T08:00:00Z');
 
 describeSql('Idempotency-Key and answers that ask for a retry', () => {
-  let database: TestDatabase;
-  let inner: EventStore;
   let t: TestSystem;
-  let m: ReturnType<typeof marketplace>;
+  let m: Marketplace;
+  let close: () => Promise<void>;
   /** Services changed right before the hold's write, this many times; appends failing as unavailable. */
-  const trouble = { serviceChanges: 0, unavailable: 0 };
+  const race = { left: 0 };
+  let unavailable = 0;
 
   beforeAll(async () => {
-    database = await testDatabase();
-    inner = await createSqlEventStore(database.db);
-    const store: EventStore = {
-      ...inner,
-      kind: inner.kind,
-      appendMany: async (appends) => {
-        if (trouble.unavailable > 0) {
-          trouble.unavailable--;
-          throw new EventStoreUnavailableError(new Error('connection refused'));
-        }
-        const service = appends.find((a) => isCondition(a) && a.streamName.startsWith('service-'));
-        if (service && trouble.serviceChanges > 0) {
-          trouble.serviceChanges--;
-          const serviceId = service.streamName.slice('service-'.length);
-          const { events } = await inner.readStream(service.streamName);
-          const coachId = (events[0]!.data as { coachId: string }).coachId;
-          await inner.append(service.streamName, [
-            {
-              type: 'ServiceUpdated',
-              data: { serviceId, coachId, changes: {}, updatedAt: NOW.toISOString() },
-            },
-          ]);
-        }
-        return inner.appendMany!(appends);
-      },
-    };
-    t = await startTestSystem({ clock: () => NOW, db: database.db, store });
-    m = marketplace(t);
+    ({ t, m, close } = await systemOnSteppedStore(NOW, (inner) => {
+      const touching = touchServiceBeforeHold(inner, NOW, race)!;
+      return {
+        appendMany: async (appends) => {
+          if (unavailable > 0) {
+            unavailable--;
+            throw new EventStoreUnavailableError(new Error('connection refused'));
+          }
+          return touching(appends);
+        },
+      };
+    }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await inner?.close();
-    await database?.drop();
-  });
+  afterAll(() => close?.());
 
   /** A booking by a new client of a new coach's service, with one Idempotency-Key for all its attempts. */
   const booking = async () => {
@@ -78,9 +59,9 @@ describeSql('Idempotency-Key and answers that ask for a retry', () => {
 
   it('runs the request again after a 409 conflict that asked for a retry, and then replays the booking', async () => {
     const { book } = await booking();
-    trouble.serviceChanges = 100;
+    race.left = 100;
     const first = await book();
-    trouble.serviceChanges = 0;
+    race.left = 0;
     expect(first.status).toBe(409);
     expect(first.body).toMatchObject({ error: 'conflict', message: expect.stringMatching(/retry/) });
     const retry = await book();
@@ -94,7 +75,7 @@ describeSql('Idempotency-Key and answers that ask for a retry', () => {
 
   it('runs the request again after a 503', async () => {
     const { book } = await booking();
-    trouble.unavailable = 1;
+    unavailable = 1;
     const first = await book();
     expect(first.status).toBe(503);
     const retry = await book();
