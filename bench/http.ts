@@ -45,7 +45,7 @@ const token = (id: string, role: Role) => signToken(config, id, [role]);
 interface Server {
   child: ChildProcess;
   port: number;
-  ask<T>(cmd: string): Promise<T>;
+  ask<T>(cmd: string, extra?: Record<string, unknown>): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -66,10 +66,10 @@ async function start(script: string, env: Record<string, string | undefined>): P
   return {
     child,
     port,
-    ask: <T>(cmd: string) =>
+    ask: <T>(cmd: string, extra?: Record<string, unknown>) =>
       new Promise<T>((resolve) => {
         child.once('message', (m: T) => resolve(m));
-        child.send({ cmd });
+        child.send({ cmd, ...extra });
       }),
     stop: () =>
       new Promise<void>((resolve) => {
@@ -265,6 +265,35 @@ async function cpuMeter(pid: number, url: string) {
 }
 const ok = (l: Load) => l.statuses.get(200) ?? 0;
 
+/** CPU per request in µs, of the HTTP client (this process), the server and its PostgreSQL connections. */
+interface ReadCpu {
+  client: number;
+  server: number;
+  pg: number;
+}
+
+/** A closed-loop read run, with the CPU each side spent per request. */
+async function meteredReads(server: Server, url: string, job: () => () => Promise<{ status: number }>) {
+  const meter = await cpuMeter(server.child.pid!, url);
+  const client0 = process.cpuUsage();
+  const t0 = performance.now();
+  const load = await closedLoop(CONCURRENCY, job, READ_SECONDS);
+  const n = (load.rate * (performance.now() - t0)) / 1000;
+  const client = process.cpuUsage(client0);
+  const { node, pg } = await meter();
+  const cpu: ReadCpu = {
+    client: (client.user + client.system) / n,
+    server: (node * 1000) / n,
+    pg: (pg * 1000) / n,
+  };
+  return { rate: load.rate, cpu };
+}
+
+const fmtReadCpu = (xs: ReadCpu[]) => {
+  const m = (k: keyof ReadCpu) => median(xs.map((x) => x[k])).toFixed(0);
+  return `client ${m('client')} + server ${m('server')} + PostgreSQL ${m('pg')} µs`;
+};
+
 /** What the process managers have done so far: bookings, in-app notices and e-mails sent, from the log. */
 async function effects(url: string): Promise<string> {
   const c = new Client({ connectionString: url });
@@ -391,7 +420,16 @@ async function postgres(server: string): Promise<Row[]> {
       let n = 0;
       return () => () => call(bare.port, 'GET', `/item/item-${n++ % 1000}`);
     };
+    // The bare server keeps the service's own availability answers, to serve bodies of the same size.
+    const answers = await Promise.all(m.services.map(() => reads.availability()()));
+    const answerBytes = median(answers.map((a) => JSON.stringify(a.body).length));
+    await bare.ask('answers', { bodies: answers.map((a) => a.body) });
+    const bareAnswer = () => {
+      let n = 0;
+      return () => () => call(bare.port, 'GET', `/answer/answer-${n++ % COACHES}`);
+    };
     // Warm-up both (JIT, pools, caches).
+    await closedLoop(CONCURRENCY, bareAnswer(), 0.5);
     await closedLoop(CONCURRENCY, reads.availability, 0.5);
     await closedLoop(CONCURRENCY, reads.profile, 0.5);
     await closedLoop(CONCURRENCY, reads.service, 0.5);
@@ -419,6 +457,10 @@ async function postgres(server: string): Promise<Row[]> {
       profile: [] as number[],
       service: [] as number[],
       bareSelect: [] as number[],
+      bareAnswer: [] as number[],
+      availCpu: [] as ReadCpu[],
+      selectCpu: [] as ReadCpu[],
+      answerCpu: [] as ReadCpu[],
       bookP99: [] as number[],
       cpu: [] as { node: number; pg: number }[],
       bareCpu: [] as { node: number; pg: number }[],
@@ -442,8 +484,15 @@ async function postgres(server: string): Promise<Row[]> {
       const bareMeter = await cpuMeter(bare.child.pid!, bareDb.url);
       r.bareBook.push((await closedLoop(CONCURRENCY, () => bj.shift() ?? null)).rate);
       r.bareCpu.push(await bareMeter());
-      r.avail.push((await closedLoop(CONCURRENCY, reads.availability, READ_SECONDS)).rate);
-      r.bareSelect.push((await closedLoop(CONCURRENCY, bareRead(), READ_SECONDS)).rate);
+      const avail = await meteredReads(service, svcDb.url, reads.availability);
+      const select = await meteredReads(bare, bareDb.url, bareRead());
+      const answer = await meteredReads(bare, bareDb.url, bareAnswer());
+      r.avail.push(avail.rate);
+      r.bareSelect.push(select.rate);
+      r.bareAnswer.push(answer.rate);
+      r.availCpu.push(avail.cpu);
+      r.selectCpu.push(select.cpu);
+      r.answerCpu.push(answer.cpu);
       r.profile.push((await closedLoop(CONCURRENCY, reads.profile, READ_SECONDS)).rate);
       r.service.push((await closedLoop(CONCURRENCY, reads.service, READ_SECONDS)).rate);
     }
@@ -453,7 +502,8 @@ async function postgres(server: string): Promise<Row[]> {
     console.log(
       `rounds: bookings ${r.book.map((x) => x.toFixed(0)).join(', ')} vs insert ${r.bareBook.map((x) => x.toFixed(0)).join(', ')}; ` +
         `availability ${r.avail.map((x) => x.toFixed(0)).join(', ')}, profile ${r.profile.map((x) => x.toFixed(0)).join(', ')}, ` +
-        `service ${r.service.map((x) => x.toFixed(0)).join(', ')} vs select ${r.bareSelect.map((x) => x.toFixed(0)).join(', ')}`,
+        `service ${r.service.map((x) => x.toFixed(0)).join(', ')} vs select ${r.bareSelect.map((x) => x.toFixed(0)).join(', ')}; ` +
+        `select of an answer as large ${r.bareAnswer.map((x) => x.toFixed(0)).join(', ')}`,
     );
     const sel = median(r.bareSelect);
     const perBooking = (xs: { node: number; pg: number }[]) => {
@@ -480,6 +530,17 @@ async function postgres(server: string): Promise<Row[]> {
         peer: `Koa + pg SELECT ${fmtRate(r.bareSelect)}`,
         ratio: median(r.avail) / sel,
         bar: 0.7,
+      },
+      {
+        figure: `CPU per availability answer (${(answerBytes / 1024).toFixed(1)} KB of JSON, which the client parses)`,
+        project: fmtReadCpu(r.availCpu),
+        peer: `per SELECT ${fmtReadCpu(r.selectCpu)}`,
+      },
+      {
+        figure: `GET availability beside a bare SELECT whose answer is as large (the service's own answers, from a jsonb row); no bar`,
+        project: fmtRate(r.avail),
+        peer: `Koa + pg SELECT ${fmtRate(r.bareAnswer)} (${fmtReadCpu(r.answerCpu)})`,
+        ratio: median(r.avail) / median(r.bareAnswer),
       },
       {
         figure: 'GET coach profile (13)',
