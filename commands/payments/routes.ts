@@ -75,7 +75,11 @@ export function paymentCommands(deps: AppDeps): Router {
   router.post('/api/v1/payment/private/user/:user_id/update', service, idempotent(deps), async (ctx) => {
     const userId = decode(UserIdPath, ctx.params, 'path').user_id.toLowerCase();
     const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
-    const found = await newestOpenPayment(deps.store, userId);
+    const tag = ctx.state.idempotencyTag as string | undefined;
+    const found = await newestOpenPayment(deps.store, userId, {
+      ...(body.providerEventId !== undefined ? { providerEventId: body.providerEventId } : {}),
+      ...(tag !== undefined ? { idempotencyTag: tag } : {}),
+    });
     if (found === 'none') throw paymentNotFound();
     if (found === 'pending') throw busy("the user's newest payment is still being created; retry shortly");
     ctx.body = await update(ctx, found.paymentId, body);

@@ -218,6 +218,55 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     expect(closed.status).toBe(404);
   });
 
+  it('applies a redelivered endpoint-17 event to no other payment once the first closed its target', async () => {
+    const clientId = randomUUID();
+    const path = `/api/v1/payment/private/user/${clientId}/update`;
+    const older = await createPayment({ clientId });
+    now = new Date(now.getTime() + 1000);
+    const newer = await createPayment({ clientId });
+    const body = { status: 'canceled', providerEventId: 'evt_user_cancel_1' };
+    const first = await t.request('POST', path, { token: service, body });
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual(payment(newer, 'canceled'));
+    // The provider did not get the answer and delivers the same event again.
+    const again = await t.request('POST', path, { token: service, body });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(payment(newer, 'canceled'));
+    expect(await streamLength(older.paymentId)).toBe(1);
+    expect(await streamLength(newer.paymentId)).toBe(2);
+
+    // Also after a newer booking: the event was applied already, to the payment it closed.
+    now = new Date(now.getTime() + 1000);
+    const newest = await createPayment({ clientId });
+    const late = await t.request('POST', path, { token: service, body });
+    expect(late.status).toBe(200);
+    expect(late.body).toEqual(payment(newer, 'canceled'));
+    expect(await streamLength(newest.paymentId)).toBe(1);
+    expect(await streamLength(older.paymentId)).toBe(1);
+  });
+
+  it('runs a keyed endpoint-17 request again after a crash on the payment the first run closed', async () => {
+    const clientId = randomUUID();
+    const path = `/api/v1/payment/private/user/${clientId}/update`;
+    const older = await createPayment({ clientId });
+    now = new Date(now.getTime() + 1000);
+    const newer = await createPayment({ clientId });
+    const headers = { 'Idempotency-Key': `crash-${randomUUID()}` };
+    const body = { status: 'canceled' };
+    const first = await t.request('POST', path, { token: service, body, headers });
+    expect(first.status).toBe(200);
+    // The process died before the answer was kept: the key is claimed with no answer, past its lease.
+    await t.system.deps.db.query(
+      `UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = now() - interval '1 hour'
+       WHERE key = $1`,
+      [headers['Idempotency-Key']],
+    );
+    const retry = await t.request('POST', path, { token: service, body, headers });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual(payment(newer, 'canceled'));
+    expect(await streamLength(older.paymentId)).toBe(1);
+  });
+
   it('shows a payment to its client, its coach, admins and auditors, and 404 to anyone else', async () => {
     const p = await createPayment();
     await update(p.paymentId, { status: 'checkout' });
