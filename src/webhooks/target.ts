@@ -83,12 +83,16 @@ export function postWebhook(
   const problem = webhookUrlProblem(url, opts.allowLoopback);
   if (problem) return Promise.reject(new WebhookTargetError(problem));
   const u = new URL(url);
+  // Node 20 connects with happy eyeballs and then asks for every address (`options.all`), trying each: all
+  // of them are checked, and the answer takes the form asked for.
   const lookup: net.LookupFunction = (hostname, options, callback) =>
-    dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
-      if (!opts.allowLoopback && !isPublicAddress(address as string))
+      if (!addresses.length) return callback(new Error(`${hostname} has no address`), '', 0);
+      if (!opts.allowLoopback && addresses.some((a) => !isPublicAddress(a.address)))
         return callback(new WebhookTargetError(`${hostname} resolves to a non-public address`), '', 0);
-      callback(null, address as string, family);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   const client = u.protocol === 'https:' ? https : http;
   return new Promise<PostResult>((resolve, reject) => {

@@ -128,6 +128,35 @@ describe('webhook channels (27)', () => {
     expect(rows.rows).toEqual([{ status: 'delivered' }]);
   });
 
+  it('delivers to a URL with a host name (resolved at delivery), not only to an IP literal', async () => {
+    // Node 20 connects with happy eyeballs and asks the lookup for every address: a lookup that answers one
+    // address made every delivery to a named host fail ("Invalid IP address: undefined").
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    const url = receiver.url(path).replace('127.0.0.1', 'localhost');
+    const res = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: url },
+    });
+    expect(res.status).toBe(200);
+    await book(client);
+    const [hook] = await hooksAt(path, 1);
+    expect(
+      verifySignature(res.body.secret, hook!.headers['x-coaching-signature'] as string, hook!.body, nowSec()),
+    ).toBe(true);
+    const rows = await eventually(
+      async () =>
+        (
+          await t.system.deps.db.query<{ status: string; attempts: number; last_error: string | null }>(
+            'SELECT status, attempts, last_error FROM webhook_deliveries WHERE user_id = $1',
+            [client.id],
+          )
+        ).rows,
+      (r) => r[0]?.status !== 'sending' && r[0]?.status !== undefined,
+    );
+    expect(rows).toEqual([{ status: 'delivered', attempts: 1, last_error: null }]);
+  });
+
   it('retries a failing receiver with backoff, same delivery id, and shows every attempt to admins', async () => {
     const client = await m.client();
     const path = `/hooks/${randomUUID()}`;
