@@ -107,6 +107,9 @@ export function parseLocal(slot: string, zone: string): DateTime | null {
   return dt.getPossibleOffsets().reduce((a, b) => (b.toMillis() < a.toMillis() ? b : a), dt);
 }
 
+/** The calendar date after `date` (YYYY-MM-DD). */
+const nextDate = (date: string) => new Date(Date.parse(date) + 86_400_000).toISOString().slice(0, 10);
+
 const overlaps = (aStart: number, aEnd: number, bStart: number, bEnd: number) =>
   aStart < bEnd && bStart < aEnd;
 
@@ -201,17 +204,17 @@ export function freeSlotsUntil(
   const onlyDate = onlyParts?.[1];
   const onlyMinute = onlyParts ? Number(onlyParts[2]) * 60 + Number(onlyParts[3]) : -1;
   const capacity = rules.groupSession ? rules.maxGroupSize : 1;
-  for (
-    let day = DateTime.fromISO(fromDate, { zone: zoneOf(zone) });
-    day <= last;
-    day = day.plus({ days: 1 })
-  ) {
-    const date = day.toISODate()!;
+  // Days step by calendar date, each taken afresh at its local start: where a midnight is skipped by DST
+  // (America/Santiago, Africa/Cairo, Asia/Beirut, America/Havana) that start is 01:00, and stepping from it
+  // by a day would keep 01:00 and stop before the last date, whose midnight is before it.
+  let next = DateTime.fromISO(fromDate, { zone: zoneOf(zone) });
+  for (let date = fromDate, day = next; day.isValid && date <= toDate; date = nextDate(date), day = next) {
+    next = DateTime.fromISO(nextDate(date), { zone: zoneOf(zone) });
     if (onlyDate !== undefined && date !== onlyDate) continue;
-    // Zone arithmetic is the costly part. On a day whose offset is the same at both midnights (every day
-    // but the two DST change days) a wall time is plain arithmetic; only change days ask luxon per slot.
-    const next = day.plus({ days: 1 });
-    const steadyOffset = day.offset === next.offset ? day.offset : null;
+    // Zone arithmetic is the costly part. On a day that starts at midnight with the same offset as the next
+    // day's start (every day but DST change days) a wall time is plain arithmetic; change days ask luxon per
+    // slot (a day whose midnight was skipped too: its 00:xx wall times do not exist).
+    const steadyOffset = day.offset === next.offset && day.hour === 0 && day.minute === 0 ? day.offset : null;
     const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
     for (const interval of hoursOn(schedule, day)) {
       for (const m of startsIn(interval, rules, day.weekday)) {

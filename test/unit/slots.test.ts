@@ -82,6 +82,48 @@ describe('freeSlots across daylight-saving transitions (Europe/Berlin)', () => {
   });
 });
 
+describe('freeSlots where DST skips midnight (America/Santiago, Africa/Cairo, America/Havana)', () => {
+  const early = [{ start: '00:00', end: '02:00' }];
+  const everyDay = (timezone: string): Schedule => ({
+    timezone,
+    weekly: {
+      monday: early,
+      tuesday: early,
+      wednesday: early,
+      thursday: early,
+      friday: early,
+      saturday: early,
+      sunday: early,
+    },
+    overrides: {},
+  });
+  const now = new Date('2026-01-01T00:00:00Z');
+
+  it.each([
+    ['America/Santiago', '2026-09-05', '2026-09-06', '2026-09-07'],
+    ['Africa/Cairo', '2026-04-23', '2026-04-24', '2026-04-25'],
+    ['America/Havana', '2026-03-07', '2026-03-08', '2026-03-09'],
+  ])(
+    '%s: the skipped 00:00 is not offered, and the days after the change are all there',
+    (zone, before, gap, after) => {
+      const slots = freeSlots(everyDay(zone), [], rules(), before, after, now);
+      expect(slots.map((s) => s.slot)).toEqual([
+        `${before}T00:00:00`,
+        `${before}T01:00:00`,
+        // 00:00-01:00 does not exist on the change day: its 01:00 is the day's first instant.
+        `${gap}T01:00:00`,
+        `${after}T00:00:00`,
+        `${after}T01:00:00`,
+      ]);
+      // Every slot shown is a wall time that exists there, at the instant it names.
+      for (const s of slots) expect(parseLocal(s.slot, zone)?.toUTC().toISO()).toBe(s.startsAt);
+      // A range shows what each of its days shows alone (the booking checks one day).
+      const byDay = [before, gap, after].flatMap((d) => freeSlots(everyDay(zone), [], rules(), d, d, now));
+      expect(slots).toEqual(byDay);
+    },
+  );
+});
+
 describe('freeSlots in a zone far from UTC (Pacific/Auckland, UTC+13 in December)', () => {
   const mornings = [{ start: '07:00', end: '09:00' }];
   const auckland: Schedule = {
