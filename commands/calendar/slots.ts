@@ -211,10 +211,17 @@ export function freeSlotsUntil(
   for (let date = fromDate, day = next; day.isValid && date <= toDate; date = nextDate(date), day = next) {
     next = DateTime.fromISO(nextDate(date), { zone: zoneOf(zone) });
     if (onlyDate !== undefined && date !== onlyDate) continue;
-    // Zone arithmetic is the costly part. On a day that starts at midnight with the same offset as the next
-    // day's start (every day but DST change days) a wall time is plain arithmetic; change days ask luxon per
-    // slot (a day whose midnight was skipped too: its 00:xx wall times do not exist).
-    const steadyOffset = day.offset === next.offset && day.hour === 0 && day.minute === 0 ? day.offset : null;
+    // Zone arithmetic is the costly part. On a day that starts at midnight with the offset of the instant
+    // before and of the next day's start (every day but DST change days) a wall time is plain arithmetic;
+    // change days ask luxon per slot. So does a day whose midnight was skipped (its 00:xx do not exist) or
+    // repeated (America/Havana in November: luxon's midnight is the second one, slots take the first).
+    const steadyOffset =
+      day.offset === next.offset &&
+      day.hour === 0 &&
+      day.minute === 0 &&
+      day.zone.offset(day.toMillis() - 1) === day.offset
+        ? day.offset
+        : null;
     const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
     for (const interval of hoursOn(schedule, day)) {
       for (const m of startsIn(interval, rules, day.weekday)) {

@@ -122,6 +122,15 @@ describe('freeSlots where DST skips midnight (America/Santiago, Africa/Cairo, Am
       expect(slots).toEqual(byDay);
     },
   );
+
+  it('America/Havana: a midnight repeated in autumn (1 Nov 2026, 01:00 back to 00:00) takes its first occurrence', () => {
+    const slots = freeSlots(everyDay('America/Havana'), [], rules(), '2026-11-01', '2026-11-01', now);
+    expect(slots.map((s) => [s.slot, s.startsAt])).toEqual([
+      ['2026-11-01T00:00:00', '2026-11-01T04:00:00.000Z'], // 00:00 -04:00, not the second 00:00 (-05:00)
+      ['2026-11-01T01:00:00', '2026-11-01T06:00:00.000Z'],
+    ]);
+    for (const s of slots) expect(parseLocal(s.slot, 'America/Havana')?.toUTC().toISO()).toBe(s.startsAt);
+  });
 });
 
 describe('freeSlots in a zone far from UTC (Pacific/Auckland, UTC+13 in December)', () => {
