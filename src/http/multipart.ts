@@ -17,6 +17,12 @@ export interface FilePart {
 const accepts = (accept: string[], type: string) =>
   accept.some((a) => (a.endsWith('/') ? type.startsWith(a) : type === a));
 
+/**
+ * Browsers send a part's filename as raw UTF-8; busboy reads it as Latin-1 unless told ("Ãœber" for
+ * "Über"). Multer passes the option on; its type definitions lack it.
+ */
+const UTF8_FILENAMES = { defParamCharset: 'utf8' };
+
 const MULTIPART = Symbol('multipart');
 
 /**
@@ -49,6 +55,7 @@ export async function readMultipart(
     throw new HttpError(415, 'unsupported_media_type', 'send the upload as multipart/form-data');
   const upload = multer({
     storage: multer.diskStorage({ destination: opts.tmpDir }),
+    ...UTF8_FILENAMES,
     limits: {
       fileSize: opts.maxBytes,
       files: opts.files.length,

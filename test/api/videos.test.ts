@@ -124,6 +124,15 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(res.body).toMatchObject({ title: 'clip.mp4', description: '', thumb: '' });
   });
 
+  it('keeps a file name in UTF-8 as browsers send it (not read as Latin-1)', async () => {
+    const c = coach();
+    const name = 'Über mich – Aufschlag ✓.mp4';
+    const res = await upload(c.token, [{ name: 'file', ...mp4(), filename: name }]);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ title: name, originFilename: name });
+    expect((await list(c.token))[0]).toMatchObject({ title: name });
+  });
+
   it('refuses without a token (401), without the coach role (403), in the ErrorResponse shape', async () => {
     const noToken = await send('POST', '/api/v1/storage/video', null, [{ name: 'file', ...mp4() }]);
     expect(noToken).toEqual({
