@@ -35,13 +35,14 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
           : `Your booking of ${service}${at ? ` on ${at}` : ''} is received and waits for the coach.`,
       );
       break;
+    // The private endpoints (20 to 23) may mail either party: each is told in its own words.
     case 'approve':
       subject = `Session approved: ${service}`;
-      lines.push(`Your coach approved ${service}${at ? ` on ${at}` : ''}.`);
+      lines.push(`${f.role === 'coach' ? 'You' : 'Your coach'} approved ${service}${at ? ` on ${at}` : ''}.`);
       break;
     case 'decline':
       subject = `Session declined: ${service}`;
-      lines.push(`Your coach declined ${service}${at ? ` on ${at}` : ''}.`);
+      lines.push(`${f.role === 'coach' ? 'You' : 'Your coach'} declined ${service}${at ? ` on ${at}` : ''}.`);
       if (f.reason) lines.push(`Reason: ${f.reason}`);
       break;
     case 'cancel':
@@ -51,7 +52,11 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
       break;
     case 'dispute':
       subject = `Session disputed: ${service}`;
-      lines.push(`Your client disputed ${service}${at ? ` on ${at}` : ''}.`);
+      lines.push(
+        f.role === 'client'
+          ? `Your dispute of ${service}${at ? ` on ${at}` : ''} is received.`
+          : `Your client disputed ${service}${at ? ` on ${at}` : ''}.`,
+      );
       if (f.reason) lines.push(`Reason: ${f.reason}`);
       break;
   }

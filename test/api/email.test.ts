@@ -437,6 +437,33 @@ describe('private e-mail endpoints (18 to 23)', () => {
     expect(to(emailOf(user.id))).toHaveLength(1);
   });
 
+  it('20, 22 and 23 speak to the party they are sent to: a coach is not told "your coach", a client not "your client"', async () => {
+    const { coach, client, session } = await booked();
+    await mailsTo(emailOf(coach.id), 1);
+    await mailsTo(emailOf(client.id), 1);
+    const base = `/api/v1/notification/private/email`;
+    const send = async (user: { id: string }, template: string) => {
+      const r = await t.request('POST', `${base}/${user.id}/session/${session.id}/${template}`, {
+        token: m.service(),
+        body: { reason: 'as agreed' },
+      });
+      expect(r.status).toBe(200);
+    };
+    await send(coach, 'approve');
+    await send(coach, 'decline');
+    await send(client, 'dispute');
+    const [, approved, declined] = await mailsTo(emailOf(coach.id), 3);
+    expect(approved!.subject).toBe('Session approved: Tennis basics');
+    expect(approved!.text).toContain('You approved Tennis basics on 2026-12-02 10:00 (Europe/Berlin).');
+    expect(declined!.text).toContain('You declined Tennis basics on 2026-12-02 10:00 (Europe/Berlin).');
+    const [, disputed] = await mailsTo(emailOf(client.id), 2);
+    expect(disputed!.subject).toBe('Session disputed: Tennis basics');
+    expect(disputed!.text).toContain(
+      'Your dispute of Tennis basics on 2026-12-02 10:00 (Europe/Berlin) is received.',
+    );
+    for (const mail of [approved, declined, disputed]) expect(mail!.text).not.toMatch(/Your (coach|client) /);
+  });
+
   it('guards, validates and answers 404 for unknown users and sessions the user is no party of', async () => {
     const { coach, client, session } = await booked();
     const base = `/api/v1/notification/private/email`;
