@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Context, Middleware } from 'koa';
 import multer from '@koa/multer';
 import { HttpError, ValidationError } from './errors';
+import { badText } from './hygiene';
 
 export type UploadedFile = multer.File;
 
@@ -94,6 +95,16 @@ export async function readMultipart(
     throw new ValidationError(
       missing.map((f) => ({ loc: ['body', f.name], msg: 'Field required', type: 'missing' })),
     );
+  }
+  // A file name is stored (title, originFilename) like any text of the body, so the same hygiene applies
+  // (`filename*=UTF-8''a%00b` carries a NUL, which PostgreSQL refuses: it was a 500).
+  const badNames = Object.entries(files).flatMap(([name, f]) => {
+    const msg = badText(f.originalname);
+    return msg ? [{ loc: ['body', name], msg: `File name: ${msg}`, type: 'string_invalid_text' }] : [];
+  });
+  if (badNames.length) {
+    await cleanup();
+    throw new ValidationError(badNames);
   }
   const fields: Record<string, string> = {};
   for (const [k, v] of Object.entries((ctx.request.body ?? {}) as Record<string, unknown>))

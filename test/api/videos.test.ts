@@ -133,6 +133,47 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect((await list(c.token))[0]).toMatchObject({ title: name });
   });
 
+  /** A hand-written multipart body: a file part whose Content-Disposition ends with `disposition`. */
+  async function sendRawFile(url: string, token: string, disposition: string, type: string) {
+    const body = Buffer.from(
+      `--b0undary\r\nContent-Disposition: form-data; name="file"; ${disposition}\r\n` +
+        `Content-Type: ${type}\r\n\r\nabc\r\n--b0undary--\r\n`,
+    );
+    const res = await fetch(t.baseUrl + url, {
+      method: 'POST',
+      body,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data; boundary=b0undary' },
+    });
+    return { status: res.status, body: (await res.json()) as unknown };
+  }
+
+  it('answers 422, not 500, for a file name holding a NUL character, and keeps nothing', async () => {
+    const c = coach();
+    const nul = "filename*=UTF-8''a%00b.mp4";
+    const refused = {
+      status: 422,
+      body: {
+        detail: [{ loc: ['body', 'file'], msg: expect.stringContaining('NUL'), type: 'string_invalid_text' }],
+      },
+    };
+    expect(await sendRawFile('/api/v1/storage/video', c.token, nul, 'video/mp4')).toEqual(refused);
+    expect(await list(c.token)).toEqual([]);
+    const asImage = `--b0undary\r\nContent-Disposition: form-data; name="kind"\r\n\r\nimage\r\n`;
+    const res = await fetch(t.baseUrl + '/api/v1/storage/profile/media', {
+      method: 'POST',
+      body: Buffer.from(
+        `${asImage}--b0undary\r\nContent-Disposition: form-data; name="file"; ${nul.replace('.mp4', '.png')}\r\n` +
+          'Content-Type: image/png\r\n\r\nabc\r\n--b0undary--\r\n',
+      ),
+      headers: {
+        authorization: `Bearer ${c.token}`,
+        'content-type': 'multipart/form-data; boundary=b0undary',
+      },
+    });
+    expect({ status: res.status, body: await res.json() }).toEqual(refused);
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
+  });
+
   it('refuses without a token (401), without the coach role (403), in the ErrorResponse shape', async () => {
     const noToken = await send('POST', '/api/v1/storage/video', null, [{ name: 'file', ...mp4() }]);
     expect(noToken).toEqual({
