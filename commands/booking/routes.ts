@@ -25,6 +25,7 @@ import { bookingOfSession, listBooking, listingAppend } from './lookups';
 import { bookingAppends, completeBooking } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
+import { UNPAID_STATUSES } from '../payments/transitions';
 import { booking, type BookingCommand, type By } from './decider';
 import { bookingStream } from './events';
 import { service } from '../services/decider';
@@ -85,6 +86,7 @@ export function bookingCommands(deps: AppDeps): Router {
       groupId,
       paymentState,
       paymentOpen: !['canceled', 'deleted', 'refund'].includes(paymentState),
+      paymentUnpaid: UNPAID_STATUSES.includes(paymentState),
       /** On the SQL stores the payment must be as read when the session is held (a condition, below). */
       paymentUnchanged: unchanged(paymentStream(b.paymentId), paymentRead),
     };
@@ -191,7 +193,15 @@ export function bookingCommands(deps: AppDeps): Router {
         },
         paymentWindowHours: PAYMENT_WINDOW_HOURS,
         now,
-        ...(pkg ? { package: { groupId: pkg.groupId, paymentOpen: pkg.paymentOpen } } : {}),
+        ...(pkg
+          ? {
+              package: {
+                groupId: pkg.groupId,
+                paymentOpen: pkg.paymentOpen,
+                paymentUnpaid: pkg.paymentUnpaid,
+              },
+            }
+          : {}),
       },
       metadata,
       // Many clients racing for one calendar: each retry re-decides on fresh holds, so losers learn

@@ -58,7 +58,12 @@ export type CalendarCommand =
        * Book against this earlier booking's package (its group id) instead of buying a new one; with
        * whether its payment is still open (from the payment's stream: a canceled package books nothing).
        */
-      package?: { groupId: string; paymentOpen: boolean };
+      package?: {
+        groupId: string;
+        paymentOpen: boolean;
+        /** Not received yet (from the payment's stream): it may still expire at its deadline. */
+        paymentUnpaid: boolean;
+      };
     }
   | {
       type: 'ReleaseSlots';
@@ -145,6 +150,8 @@ function refusePackage(
 
 /** The shortest time a booking gets to be paid, unless its session starts sooner. */
 export const MIN_PAYMENT_MINUTES = 15;
+/** A booking is to be paid this long before its first session (unless booked at shorter notice). */
+const PAID_BEFORE_START_MS = 3_600_000;
 
 const unavailable = (message: string): DomainError => ({ code: 'slot_unavailable', message });
 
@@ -257,6 +264,16 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
               message: `${slot} is after the package's expiration date`,
             });
           const freeStart = Date.parse(free.startsAt);
+          // An unpaid package is canceled at its deadline: a later session taking place before then would
+          // be worked for a payment that may never come, so it starts no sooner than a booking's first would.
+          if (pkg && command.package!.paymentUnpaid) {
+            const from = Date.parse(pkg.terms.paymentExpiresAt) + PAID_BEFORE_START_MS;
+            if (freeStart < from)
+              return left({
+                code: 'package_unpaid',
+                message: `${slot} starts before the package is paid: until it is, its sessions start from ${new Date(from).toISOString()}`,
+              });
+          }
           const sameClient = active.some(
             (r) => r.clientId === command.clientId && instantsOf(r).s === freeStart,
           );
@@ -274,7 +291,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         const floor = Math.min(now.getTime() + MIN_PAYMENT_MINUTES * 60_000, firstStart);
         const expires = Math.max(
           floor,
-          Math.min(now.getTime() + command.paymentWindowHours * 3_600_000, firstStart - 3_600_000),
+          Math.min(now.getTime() + command.paymentWindowHours * 3_600_000, firstStart - PAID_BEFORE_START_MS),
         );
         return right([
           {

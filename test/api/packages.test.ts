@@ -163,6 +163,44 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(afterCancel.body.error).toBe('package_canceled');
   });
 
+  it('books no later session before an unpaid package is due to be paid', async () => {
+    const { client, serviceId, first } = await packageOf();
+    // Booked 1 December 08:00Z for 2 December 10:00 Berlin: to be paid by 2 December 08:00Z, else canceled.
+    // A session today would take place before that: the coach would work for a payment that can expire.
+    const early = await book(client.token, serviceId, {
+      slots: ['2026-12-01T15:00:00'],
+      packageId: first.groupId,
+    });
+    expect(early.status).toBe(409);
+    expect(early.body).toEqual({
+      error: 'package_unpaid',
+      message:
+        '2026-12-01T15:00:00 starts before the package is paid: until it is, its sessions start from 2026-12-02T09:00:00.000Z',
+      code: 409,
+    });
+    const later = await book(client.token, serviceId, {
+      slots: ['2026-12-02T11:00:00'],
+      packageId: first.groupId,
+    });
+    expect(later.status).toBe(200);
+
+    const service = t.token(randomUUID(), ['service']);
+    for (const status of ['checkout', 'received'])
+      expect(
+        (
+          await t.request('POST', `/api/v1/payment/private/payment/${first.paymentId}/update`, {
+            token: service,
+            body: { status },
+          })
+        ).status,
+      ).toBe(200);
+    const paid = await book(client.token, serviceId, {
+      slots: ['2026-12-01T15:00:00'],
+      packageId: first.groupId,
+    });
+    expect(paid.status).toBe(200);
+  });
+
   it('enforces the expiration date: no booking after it, and no session past it', async () => {
     const { client, serviceId, first } = await packageOf({ expiresInDays: 3 });
     // Booked 1 December + 3 days: usable until the end of 4 December (Berlin).
