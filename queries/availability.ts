@@ -131,6 +131,23 @@ function range(query: unknown, zone: string, now: Date) {
 }
 
 /**
+ * The holds whose busy time (the session and the coach's travel either side, which can reach days away)
+ * may touch the dates `lo`..`hi` ($2, $3), for a candidate travelling `own` minutes itself: days of margin
+ * each side cover zones far from UTC, sessions crossing midnight and the candidate's own travel up to
+ * COVERED_TRAVEL_MINUTES (without `own`).
+ */
+const holdsNearSql = (coach: string, own = '') => {
+  const reach = `(h.travel_minutes${own ? ` + ${own}` : ''}) * interval '1 minute'`;
+  return `h.coach_id = ${coach} AND h.ends_at + ${reach} > ($2::date - 3) AND h.starts_at - ${reach} < ($3::date + 4)`;
+};
+/**
+ * A candidate's own travel the margins of `holdsNearSql` cover without `own`: 3 days before and 4 after
+ * less a day for the zone's offset and the session. Longer trips (a client over 550 km away) read the holds
+ * again with their travel.
+ */
+const COVERED_TRAVEL_MINUTES = 24 * 60;
+
+/**
  * Endpoint 6 in one statement: the service, its coach's schedule and the holds that may touch the dates
  * asked for (`lo`..`hi`, a superset of the range, since the range's default depends on the coach's zone).
  * One round trip instead of four: under load the statements, not the slot arithmetic, cost the most.
@@ -141,7 +158,7 @@ SELECT s.id, s.coach_id, s.status, s.fields, c.schedule,
        'clientId', h.client_id, 'startsAt', h.starts_at, 'endsAt', h.ends_at,
        'travelMinutes', h.travel_minutes)), '[]'::json)
      FROM slot_holds h
-    WHERE h.coach_id = s.coach_id AND h.ends_at > ($2::date - 3) AND h.starts_at < ($3::date + 4)) AS holds
+    WHERE ${holdsNearSql('s.coach_id')}) AS holds
 FROM services s LEFT JOIN coach_calendars c ON c.coach_id = s.coach_id
 WHERE s.id = $1`;
 
@@ -164,13 +181,23 @@ const nextLocalMidnight = (now: Date, zone: string) =>
     .plus({ days: 1 })
     .toMillis();
 
-async function calendarOf(db: Queryable, coachId: string, from: string, to: string) {
+async function calendarOf(db: Queryable, coachId: string, from: string, to: string, travel: number) {
   const cal = await db.query<{ schedule: Schedule }>(
     'SELECT schedule FROM coach_calendars WHERE coach_id = $1',
     [coachId],
   );
   const schedule = cal.rows[0]?.schedule ?? null;
-  // Days of margin each side cover zones far from UTC, sessions crossing midnight and long travel.
+  return { schedule, reservations: await holdsNear(db, coachId, from, to, travel) };
+}
+
+/** The holds that may touch the dates `from`..`to` for a candidate travelling `travel` minutes. */
+async function holdsNear(
+  db: Queryable,
+  coachId: string,
+  from: string,
+  to: string,
+  travel: number,
+): Promise<Reservation[]> {
   const holds = await db.query<{
     sessionId: string;
     serviceId: string;
@@ -181,15 +208,14 @@ async function calendarOf(db: Queryable, coachId: string, from: string, to: stri
   }>(
     `SELECT session_id AS "sessionId", service_id AS "serviceId", client_id AS "clientId", starts_at AS "startsAt",
             ends_at AS "endsAt", travel_minutes AS "travelMinutes"
-       FROM slot_holds WHERE coach_id = $1 AND ends_at > ($2::date - 3) AND starts_at < ($3::date + 4)`,
-    [coachId, from, to],
+       FROM slot_holds h WHERE ${holdsNearSql('$1', '$4::int')}`,
+    [coachId, from, to, travel],
   );
-  const reservations: Reservation[] = holds.rows.map((h) => ({
+  return holds.rows.map((h) => ({
     ...h,
     startsAt: new Date(h.startsAt).toISOString(),
     endsAt: new Date(h.endsAt).toISOString(),
   }));
-  return { schedule, reservations };
 }
 
 const slotsFor = (
@@ -296,12 +322,15 @@ export function availabilityQueries(deps: AppDeps): Router {
       const service = toServiceOut({ ...row.fields, id: row.id, status: row.status });
       const zone = row.schedule?.timezone ?? 'UTC';
       const { from, to } = range(ctx.query, zone, now);
-      const reservations = row.holds.map((h) => ({
-        ...h,
-        startsAt: new Date(h.startsAt).toISOString(),
-        endsAt: new Date(h.endsAt).toISOString(),
-      }));
       const travel = await candidateTravel(deps.db, row.coach_id, ctx.query);
+      const reservations =
+        travel > COVERED_TRAVEL_MINUTES
+          ? await holdsNear(deps.db, row.coach_id, lo, hi, travel)
+          : row.holds.map((h) => ({
+              ...h,
+              startsAt: new Date(h.startsAt).toISOString(),
+              endsAt: new Date(h.endsAt).toISOString(),
+            }));
       const { slots, until } = row.schedule
         ? freeSlotsUntil(row.schedule, reservations, slotRulesOf(service), from, to, now, travel)
         : { slots: [], until: Infinity };
@@ -350,9 +379,9 @@ export function availabilityQueries(deps: AppDeps): Router {
     );
     const zone = zoneRow.rows[0]?.tz ?? 'UTC';
     const { from, to } = range(ctx.query, zone, deps.clock());
-    const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to);
-    const services = await coachServices(deps.db, coachId, false);
     const travel = await candidateTravel(deps.db, coachId, ctx.query);
+    const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to, travel);
+    const services = await coachServices(deps.db, coachId, false);
     const packages = caller
       ? (await clientPackages(deps.db, caller.userId, { coachId }, deps.clock())).filter((p) => p.open)
       : [];

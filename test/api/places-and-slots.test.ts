@@ -161,6 +161,61 @@ describe('travel time (minutesTravel)', () => {
     ]);
   });
 
+  it('reaching days away (a client in Lisbon), is shown as far as it reaches, as booking counts it', async () => {
+    const hours = [{ start: '09:00', end: '17:00' }];
+    const everyDay = Object.fromEntries(
+      ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [d, hours]),
+    );
+    const coach = await m.coach({ weekly: everyDay });
+    await saveAddress(coach.token, 'Studio', ALEXANDERPLATZ);
+    const serviceId = await m.offering(coach);
+    const free = async (query = '') =>
+      (await freeOn(serviceId, '2026-12-05', query)).slots.map((at) => `2026-12-05T${at}:00`);
+    const bookable = async (slots: string[], place: Record<string, unknown>) => {
+      const booked: string[] = [];
+      for (const slot of slots) {
+        const res = await book((await m.client()).token, serviceId, { slots: [slot], ...place });
+        if (res.status === 200) {
+          booked.push(slot);
+          const freed = await t.request('POST', `/api/v1/session/${res.body[0].id}/decline`, {
+            token: coach.token,
+          });
+          expect(freed.status).toBe(200);
+        }
+      }
+      return booked;
+    };
+    const saturday = ['09', '10', '11', '12', '13', '14', '15', '16'].map((h) => `2026-12-05T${h}:00:00`);
+    const lisbon = { lat: 38.7223, lng: -9.1393 };
+
+    // Tuesday 12:00 at the studio; a client in Lisbon needs 6015 minutes (4 days 4 h 15 min) each way.
+    const near = await book((await m.client()).token, serviceId, { slots: ['2026-12-01T12:00:00'] });
+    expect(near.status).toBe(200);
+    const fromLisbon = `&lat=${lisbon.lat}&lng=${lisbon.lng}`;
+    expect((await freeOn(serviceId, '2026-12-05', fromLisbon)).travel).toBe(6015);
+    // Saturday's sessions in Lisbon would leave before Tuesday's ends: none is free, and none is booked.
+    expect(await bookable(saturday, { position: lisbon })).toEqual([]);
+    expect(await free(fromLisbon)).toEqual([]);
+
+    // The other way round: Tuesday's session in Lisbon keeps the coach away until Saturday 17:15.
+    expect(
+      (await t.request('POST', `/api/v1/session/${near.body[0].id}/decline`, { token: coach.token })).status,
+    ).toBe(200);
+    const away = await book((await m.client()).token, serviceId, {
+      slots: ['2026-12-01T12:00:00'],
+      position: lisbon,
+    });
+    expect(away.status).toBe(200);
+    expect(away.body[0].minutesTravel).toBe(6015);
+    expect(await bookable(saturday, {})).toEqual([]);
+    expect(await free()).toEqual([]);
+    const coachView = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-05&to_date=2026-12-05`,
+    );
+    expect(coachView.body.services[0].slots).toEqual([]);
+  });
+
   it('is 0 when the coach has no default address or the client gives no position', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
