@@ -5,6 +5,7 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
 import { currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
+import { HttpError, ValidationError } from '../../src/http/errors';
 import { multipartRoute, readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
 import { Uuid, boundedString, decode, refine, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
@@ -36,8 +37,17 @@ export interface StoredBlob {
 }
 
 /**
+ * Refusals answer 4xx before anything is appended (a domain refusal, a conflict after the retries); any
+ * other failure of a command may come after its events were stored (an append whose answer was lost).
+ */
+const refused = (err: unknown) =>
+  err instanceof ValidationError || (err instanceof HttpError && err.status < 500);
+
+/**
  * Blobs first, then the event: every new blob is stored before the command is decided, and deleted again
- * when the command is refused or the append fails, so no blob stays behind that no event names.
+ * when storing them fails or the command is refused, so no blob stays behind that no event names. When
+ * the command's outcome is unknown (the event store did not answer), they are kept: the event may name
+ * them, and a URL that answers 404 is worse than a file nobody names.
  */
 export async function withStoredBlobs<T>(
   deps: AppDeps,
@@ -60,9 +70,19 @@ export async function withStoredBlobs<T>(
       await deps.blobs.put(b.key, fs.createReadStream(b.file.path), b.file.mimetype, b.file.size);
       stored.push(b.key);
     }
-    return await command();
   } catch (err) {
     await removeStored();
+    throw err;
+  }
+  try {
+    return await command();
+  } catch (err) {
+    if (refused(err)) await removeStored();
+    else if (stored.length)
+      deps.log.warn('kept the blobs of a command whose outcome is unknown', {
+        keys: stored,
+        err: String(err),
+      });
     throw err;
   }
 }

@@ -1,0 +1,138 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createSqlEventStore } from '../../src/eventstore/sql';
+import { EventStoreUnavailableError, type EventStore } from '../../src/eventstore/types';
+import { testDatabase, type TestDatabase } from '../support/services';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+/**
+ * An append the store wrote but whose answer never came back: an EventStoreDB deadline that passed while
+ * the server went on, or PostgreSQL gone around a commit for longer than the SQL store's own look-up
+ * waits. The route cannot tell whether its event is stored, so it must not delete the new blobs that
+ * event may name: a video listed with a URL that answers 404 is worse than a file nobody names.
+ */
+let database: TestDatabase;
+let inner: EventStore;
+let t: TestSystem;
+/** Appends to a user's videos or profile stream that are written and then answered as failed. */
+let loseAnswers = 0;
+
+beforeAll(async () => {
+  database = await testDatabase();
+  inner = await createSqlEventStore(database.db);
+  const store: EventStore = {
+    ...inner,
+    kind: inner.kind,
+    async append(streamName, events, opts) {
+      const written = await inner.append(streamName, events, opts);
+      if (loseAnswers > 0 && /^(videos|profile)-/.test(streamName)) {
+        loseAnswers--;
+        throw new EventStoreUnavailableError(new Error('deadline exceeded'));
+      }
+      return written;
+    },
+  };
+  t = await startTestSystem({ db: database.db, store });
+});
+afterAll(async () => {
+  await t?.close();
+  await inner?.close();
+  await database?.drop();
+});
+
+type Part = { name: string; bytes?: Buffer; type?: string; filename?: string; value?: string };
+async function send(method: string, url: string, token: string, parts: Part[]) {
+  const form = new FormData();
+  for (const p of parts)
+    if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
+    else form.append(p.name, p.value ?? '');
+  const res = await fetch(t.baseUrl + url, {
+    method,
+    body: form,
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+/** What a file URL serves: its status and whether the bytes are `expected`. */
+const served = async (url: string, expected: Buffer) => {
+  const res = await fetch(t.baseUrl + url);
+  return { status: res.status, same: Buffer.from(await res.arrayBuffer()).equals(expected) };
+};
+/** The read model's list once it shows `n` items (the event was stored; its answer was lost). */
+async function listOnce<T>(path: string, token: string, ready: (items: T[]) => boolean): Promise<T[]> {
+  for (let i = 0; ; i++) {
+    const res = await t.request('GET', path, { token });
+    if (ready(res.body as T[]) || i === 100) return res.body as T[];
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+it('an upload answered 503 whose event was stored keeps its file and preview: the listed URLs serve them', async () => {
+  const token = t.token(randomUUID(), ['coach']);
+  const file = randomBytes(2000);
+  const preview = randomBytes(300);
+  loseAnswers = 1;
+  const res = await send('POST', '/api/v1/storage/video', token, [
+    { name: 'file', bytes: file, type: 'video/mp4', filename: 'clip.mp4' },
+    { name: 'preview', bytes: preview, type: 'image/png', filename: 'p.png' },
+  ]);
+  expect(res.status).toBe(503);
+  const [video] = await listOnce<{ url: string; thumb: string }>(
+    '/api/v1/storage/videos',
+    token,
+    (l) => l.length === 1,
+  );
+  expect(await served(video!.url, file)).toEqual({ status: 200, same: true });
+  expect(await served(video!.thumb, preview)).toEqual({ status: 200, same: true });
+});
+
+it('a replace answered 503 whose event was stored keeps the new file: the listed URL serves it', async () => {
+  const token = t.token(randomUUID(), ['coach']);
+  const first = await send('POST', '/api/v1/storage/video', token, [
+    { name: 'file', bytes: randomBytes(500), type: 'video/mp4', filename: 'a.mp4' },
+  ]);
+  expect(first.status).toBe(200);
+  const next = randomBytes(700);
+  loseAnswers = 1;
+  const res = await send('PUT', `/api/v1/storage/video/${first.body.id}`, token, [
+    { name: 'file', bytes: next, type: 'video/mp4', filename: 'b.mp4' },
+  ]);
+  expect(res.status).toBe(503);
+  const [video] = await listOnce<{ url: string }>(
+    '/api/v1/storage/videos',
+    token,
+    (l) => l[0]?.url !== first.body.url,
+  );
+  expect(video!.url).not.toBe(first.body.url);
+  expect(await served(video!.url, next)).toEqual({ status: 200, same: true });
+});
+
+it('a profile picture answered 503 whose event was stored keeps its file', async () => {
+  const token = t.token(randomUUID(), ['coach']);
+  const image = randomBytes(900);
+  loseAnswers = 1;
+  const res = await send('POST', '/api/v1/storage/profile/media', token, [
+    { name: 'file', bytes: image, type: 'image/png', filename: 'me.png' },
+    { name: 'kind', value: 'image' },
+  ]);
+  expect(res.status).toBe(503);
+  const [item] = await listOnce<{ url: string }>(
+    '/api/v1/storage/profile/media',
+    token,
+    (l) => l.length === 1,
+  );
+  expect(await served(item!.url, image)).toEqual({ status: 200, same: true });
+});
+
+it('a refused replace still keeps nothing of its upload (404: nothing was stored)', async () => {
+  const token = t.token(randomUUID(), ['coach']);
+  expect(t.system.deps.blobs.kind).toBe('filesystem');
+  const stored = () => fs.readdirSync(path.join(t.config.dataDir, 'blobs', 'data')).sort();
+  const before = stored();
+  const res = await send('PUT', `/api/v1/storage/video/${randomUUID()}`, token, [
+    { name: 'file', bytes: randomBytes(100), type: 'video/mp4', filename: 'x.mp4' },
+  ]);
+  expect(res.status).toBe(404);
+  expect(stored()).toEqual(before);
+});
