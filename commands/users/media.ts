@@ -10,7 +10,7 @@ import { newBlobKey } from '../../src/storage/types';
 import { userPaymentTotal } from '../../src/readModels/payments';
 import { userSessionCount } from '../../src/readModels/users';
 import { toUserProfileOut } from '../../src/resources/userProfile';
-import { deleteBlobs, withStoredBlobs } from '../videos/routes';
+import { defaultTitle, deleteBlobs, withStoredBlobs } from '../videos/routes';
 import { userProfile, type UserCommand } from './decider';
 import { profileStream, type GalleryKind } from './events';
 
@@ -118,7 +118,7 @@ export function profileMediaCommands(deps: AppDeps): Router {
                 kind,
                 key: mediaKey,
                 previewKey,
-                title: fields.title ?? file.originalname,
+                title: fields.title ?? defaultTitle(file.originalname),
                 description: fields.description ?? '',
                 contentType: file.mimetype,
                 originFilename: file.originalname,

@@ -13,12 +13,29 @@ import { toFileBase } from '../../src/resources/fileBase';
 import { videoLibrary, type VideoCommand, type VideoLibrary } from './decider';
 import { videoStream, type VideoEvent } from './events';
 
+/** Longest title, as `VideoFields` and the profile media's fields take it (UTF-16 units, like `.length`). */
+const MAX_TITLE = 200;
+
 export const VideoFields = strict(
   {},
-  { title: boundedString(200), description: boundedString(5000) },
+  { title: boundedString(MAX_TITLE), description: boundedString(5000) },
   'VideoFields',
 );
 const VideoIdPath = t.type({ video_id: Uuid });
+
+/**
+ * The title a file gets when none is sent: its name, cut to a title's length (a longer default could not
+ * be sent back unchanged in a replace) without splitting a character.
+ */
+export function defaultTitle(filename: string): string {
+  let title = '';
+  for (const ch of filename) {
+    if (title.length + ch.length > MAX_TITLE) break;
+    title += ch;
+  }
+  return title;
+}
+
 export const ReorderBody = strict(
   {
     order: refine(t.array(t.string), (a) => a.length <= 1000, 'order', 'order lists at most 1000 ids'),
@@ -146,7 +163,7 @@ export function videoCommands(deps: AppDeps): Router {
           userId,
           video: {
             videoId,
-            title: fields.title ?? file.originalname,
+            title: fields.title ?? defaultTitle(file.originalname),
             description: fields.description ?? '',
             contentType: file.mimetype,
             originFilename: file.originalname,

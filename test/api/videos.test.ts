@@ -124,6 +124,26 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(res.body).toMatchObject({ title: 'clip.mp4', description: '', thumb: '' });
   });
 
+  it('defaults the title to at most 200 characters of a longer file name, which a replace then accepts', async () => {
+    const c = coach();
+    const name = `${'ü'.repeat(150)}${'😀'.repeat(60)}.mp4`;
+    const res = await upload(c.token, [{ name: 'file', ...mp4(), filename: name }]);
+    expect(res.status).toBe(200);
+    expect(res.body.originFilename).toBe(name);
+    expect(res.body.title).toBe(`${'ü'.repeat(150)}${'😀'.repeat(25)}`);
+    const again = await send('PUT', `/api/v1/storage/video/${res.body.id}`, c.token, [
+      { name: 'title', value: res.body.title },
+    ]);
+    expect(again).toEqual({ status: 200, body: res.body });
+    const image = await send('POST', '/api/v1/storage/profile/media', c.token, [
+      { name: 'file', ...png(), filename: name.replace('.mp4', '.png') },
+      { name: 'kind', value: 'image' },
+    ]);
+    expect(image.status).toBe(200);
+    const gallery = await t.request('GET', '/api/v1/storage/profile/media', { token: c.token });
+    expect(gallery.body.map((i: { title: string }) => i.title)).toEqual([res.body.title]);
+  });
+
   it('keeps a file name in UTF-8 as browsers send it (not read as Latin-1)', async () => {
     const c = coach();
     const name = 'Über mich – Aufschlag ✓.mp4';
