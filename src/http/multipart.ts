@@ -2,7 +2,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Context, Middleware } from 'koa';
 import multer from '@koa/multer';
-import { HttpError, ValidationError } from './errors';
+import { HttpError, ValidationError, type ValidationIssue } from './errors';
 import { badText } from './hygiene';
 
 export type UploadedFile = multer.File;
@@ -106,9 +106,22 @@ export async function readMultipart(
     await cleanup();
     throw new ValidationError(badNames);
   }
+  // A field sent twice, or named with brackets (`title[en]`), arrives as an array or object: refused, not
+  // dropped (a dropped `kind` fell back to its default and replaced the profile media).
   const fields: Record<string, string> = {};
+  const notText: ValidationIssue[] = [];
   for (const [k, v] of Object.entries((ctx.request.body ?? {}) as Record<string, unknown>))
     if (typeof v === 'string') fields[k] = v;
+    else
+      notText.push({
+        loc: ['body', k],
+        msg: 'Input should be one text value (sent once, without brackets in its name)',
+        type: 'invalid_string',
+      });
+  if (notText.length) {
+    await cleanup();
+    throw new ValidationError(notText);
+  }
   return { fields, files, cleanup };
 }
 

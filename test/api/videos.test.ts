@@ -262,6 +262,37 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(await list(c.token)).toEqual([]);
   });
 
+  it('answers 422 for a text field sent twice or with brackets, rather than dropping it', async () => {
+    const c = coach();
+    const twice = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'title', value: 'first' },
+      { name: 'title', value: 'second' },
+    ]);
+    expect(twice.status).toBe(422);
+    expect(twice.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'title'] })]);
+    const bracketed = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'description[en]', value: 'Serve drills' },
+    ]);
+    expect(bracketed.status).toBe(422);
+    expect(bracketed.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'description'] })]);
+    expect(await list(c.token)).toEqual([]);
+    // Profile media: `kind` sent twice must not fall back to the default and replace the profile media.
+    const media = await send('POST', '/api/v1/storage/profile/media', c.token, [
+      { name: 'file', ...png() },
+      { name: 'kind', value: 'image' },
+      { name: 'kind', value: 'image' },
+    ]);
+    expect(media.status).toBe(422);
+    const profile = await send('POST', '/api/v1/storage/profile/media', c.token, [
+      { name: 'file', ...png() },
+      { name: 'kind', value: 'certificate' },
+    ]);
+    expect(profile.body.mediaUrl).toBe('');
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
+  });
+
   it('reorders to an exact permutation, and names missing, unknown and duplicated ids otherwise', async () => {
     const c = coach();
     const a = await uploadOk(c.token, 'a');
