@@ -174,12 +174,16 @@ function holdWindow(query: unknown, now: Date): { lo: string; hi: string } {
   return lo <= hi ? { lo, hi } : { lo: hi, hi: lo };
 }
 
-/** The first instant of the next local date in `zone` (epoch ms). */
-const nextLocalMidnight = (now: Date, zone: string) =>
-  DateTime.fromJSDate(now, { zone: zoneOf(zone) })
-    .startOf('day')
+/**
+ * The first instant of the next local date in `zone` (epoch ms), found by its date: a day starting at
+ * 01:00 (DST skipped its midnight) plus one day would be 01:00, an hour after the next midnight.
+ */
+const nextLocalMidnight = (now: Date, zone: string) => {
+  const tomorrow = DateTime.fromJSDate(now, { zone: zoneOf(zone) })
     .plus({ days: 1 })
-    .toMillis();
+    .toISODate()!;
+  return DateTime.fromISO(tomorrow, { zone: zoneOf(zone) }).toMillis();
+};
 
 async function calendarOf(db: Queryable, coachId: string, from: string, to: string, travel: number) {
   const cal = await db.query<{ schedule: Schedule }>(

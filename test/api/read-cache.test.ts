@@ -198,6 +198,17 @@ describe('cached availability (6) is recomputed when time alone changes it', () 
     expect((await availability(serviceId, '')).body.fromDate).toBe('2026-12-02');
   });
 
+  it('the default range starts again at local midnight after a day whose midnight DST skipped', async () => {
+    const coach = await m.coach({ timezone: 'America/Santiago' });
+    const serviceId = await m.offering(coach);
+    // 6 September 2026 starts at 01:00 in Santiago (00:00 -04:00 became 01:00 -03:00); the 7th at 00:00.
+    clock.set('2026-09-06T12:00:00Z');
+    expect((await availability(serviceId, '')).body.fromDate).toBe('2026-09-06');
+    expect((await availability(serviceId, '')).body.fromDate).toBe('2026-09-06'); // cached
+    clock.set('2026-09-07T03:30:00Z'); // 00:30 on the 7th in Santiago
+    expect((await availability(serviceId, '')).body.fromDate).toBe('2026-09-07');
+  });
+
   it('a package is no longer offered once it expires', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 60, expiresInDays: 1 });
