@@ -25,14 +25,24 @@ for (const [addr, bits] of [
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
   ['224.0.0.0', 3],
-] as const)
+] as const) {
   PRIVATE_V4.addSubnet(addr, bits, 'ipv4');
+  // The same ranges inside IPv6 forms that carry an IPv4 address and reach it: NAT64 (64:ff9b::/96, where
+  // a DNS64 resolver gives 64:ff9b::a9fe:a9fe for 169.254.169.254), 6to4 (2002::/16) and IPv4-compatible.
+  const [a, b, c, d] = addr.split('.').map(Number) as [number, number, number, number];
+  const hex = `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  PRIVATE_V6.addSubnet(`64:ff9b::${hex}`, 96 + bits, 'ipv6');
+  PRIVATE_V6.addSubnet(`2002:${hex}::`, 16 + bits, 'ipv6');
+  PRIVATE_V6.addSubnet(`::${hex}`, 96 + bits, 'ipv6');
+}
 for (const [addr, bits] of [
   ['::', 127], // :: and ::1
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
   ['::ffff:0:0', 96], // IPv4-mapped in hex form; the dotted form is checked as the IPv4 address
+  ['64:ff9b:1::', 48], // local-use NAT64: where the IPv4 address sits depends on the network
+  ['2001::', 32], // Teredo: the IPv4 address is obfuscated
 ] as const)
   PRIVATE_V6.addSubnet(addr, bits, 'ipv6');
 

@@ -8,6 +8,9 @@ describe('webhook URL policy', () => {
   it('takes https URLs to public hosts, and nothing else unless loopback is allowed', () => {
     expect(webhookUrlProblem('https://hooks.example.com/x?y=1', false)).toBeNull();
     expect(webhookUrlProblem('https://93.184.216.34/x', false)).toBeNull();
+    // NAT64 and 6to4 forms of a public IPv4 address stay allowed (IPv6-only networks reach the world so).
+    expect(webhookUrlProblem('https://[64:ff9b::5db8:d822]/x', false)).toBeNull();
+    expect(webhookUrlProblem('https://[2002:5db8:d822::1]/x', false)).toBeNull();
     for (const bad of [
       'http://hooks.example.com/x',
       'ftp://hooks.example.com/x',
@@ -21,6 +24,10 @@ describe('webhook URL policy', () => {
       'https://[::1]/x',
       'https://[fd00::1]/x',
       'https://[::ffff:127.0.0.1]/x',
+      'https://[64:ff9b::a9fe:a9fe]/latest/meta-data', // NAT64 of 169.254.169.254
+      'https://[64:ff9b::10.0.0.1]/x',
+      'https://[2002:c0a8:101::1]/x', // 6to4 of 192.168.1.1
+      'https://[::7f00:1]/x', // IPv4-compatible 127.0.0.1
       'https://user:pass@hooks.example.com/x',
     ])
       expect({ bad, problem: webhookUrlProblem(bad, false) }).toEqual({ bad, problem: expect.any(String) });
