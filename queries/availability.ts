@@ -130,6 +130,8 @@ function range(query: unknown, zone: string, now: Date) {
   return { from, to };
 }
 
+/** The travel to the antipodes: no hold's travel is longer. */
+const LONGEST_TRAVEL_MINUTES = travelMinutes({ lat: 0, lng: 0 }, { lat: 0, lng: 180 });
 /**
  * The holds whose busy time (the session and the coach's travel either side, which can reach days away)
  * may touch the dates `lo`..`hi` ($2, $3), for a candidate travelling `own` minutes itself: days of margin
@@ -138,7 +140,11 @@ function range(query: unknown, zone: string, now: Date) {
  */
 const holdsNearSql = (coach: string, own = '') => {
   const reach = `(h.travel_minutes${own ? ` + ${own}` : ''}) * interval '1 minute'`;
-  return `h.coach_id = ${coach} AND h.ends_at + ${reach} > ($2::date - 3) AND h.starts_at - ${reach} < ($3::date + 4)`;
+  // The same bound without the row's travel (the longest there is instead) keeps the index's range on
+  // (coach_id, starts_at).
+  const farthest = `(${LONGEST_TRAVEL_MINUTES}${own ? ` + ${own}` : ''}) * interval '1 minute'`;
+  return `h.coach_id = ${coach} AND h.ends_at + ${reach} > ($2::date - 3)
+    AND h.starts_at - ${reach} < ($3::date + 4) AND h.starts_at < ($3::date + 4) + ${farthest}`;
 };
 /**
  * A candidate's own travel the margins of `holdsNearSql` cover without `own`: 3 days before and 4 after
