@@ -14,6 +14,8 @@ export const paymentExpiryProjection: Projection = {
     const event = { type: recorded.type, data: recorded.data } as PaymentEvent;
     switch (event.type) {
       case 'PaymentCreated':
+        // A free booking's payment is created received: it has no deadline.
+        if (!UNPAID_STATUSES.includes(event.data.status)) return;
         await tx.query(
           `INSERT INTO payment_expiry_due (payment_id, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
           [event.data.paymentId, event.data.expiresAt],

@@ -1,5 +1,5 @@
 import type { BookingEvent } from '../commands/booking/events';
-import type { PaymentStatusChanged } from '../commands/payments/events';
+import type { PaymentCreated, PaymentStatusChanged } from '../commands/payments/events';
 import { assertNever } from '../src/decider';
 import type { Projection } from './runner';
 import { bumped, bumpedRows, userScope } from '../src/readModels/readVersions';
@@ -38,9 +38,16 @@ const SET_PAYMENT_STATE = bumpedRows(
 /** Read model `sessions`: one row per booked session, its lifecycle state and its payment's status. */
 export const sessionsProjection: Projection = {
   name: 'sessions',
-  handles: ['SessionsBooked', ...Object.keys(STATE_OF), 'SessionReviewed', 'PaymentStatusChanged'],
+  handles: [
+    'SessionsBooked',
+    ...Object.keys(STATE_OF),
+    'SessionReviewed',
+    'PaymentCreated',
+    'PaymentStatusChanged',
+  ],
   async apply(tx, recorded) {
-    const event = { type: recorded.type, data: recorded.data } as BookingEvent | PaymentStatusChanged;
+    const event = { type: recorded.type, data: recorded.data } as
+      BookingEvent | PaymentCreated | PaymentStatusChanged;
     const at = recorded.createdAt.toISOString();
     switch (event.type) {
       case 'SessionsBooked': {
@@ -75,6 +82,12 @@ export const sessionsProjection: Projection = {
           event.data.sessionId,
           at,
         ]);
+        return;
+      case 'PaymentCreated':
+        // A booking's sessions are written before its payment, as `awaiting`; a free booking's payment is
+        // created received (commands/payments/transitions.ts, initialStatus). Nothing to write otherwise.
+        if (event.data.status !== 'awaiting')
+          await tx.query(SET_PAYMENT_STATE, [event.data.paymentId, event.data.status, at]);
         return;
       case 'PaymentStatusChanged':
         await tx.query(SET_PAYMENT_STATE, [event.data.paymentId, event.data.to, at]);

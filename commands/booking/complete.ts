@@ -2,6 +2,7 @@ import type { EventMetadata, EventStore, Position, StreamAppend } from '../../sr
 import { WrongExpectedRevisionError, comparePositions } from '../../src/eventstore/types';
 import type { SlotsReserved } from '../calendar/events';
 import { paymentStream, type PaymentCreated } from '../payments/events';
+import { initialStatus } from '../payments/transitions';
 import { bookingStream, type SessionsBooked } from './events';
 
 /**
@@ -44,7 +45,7 @@ export function bookingAppends(reserved: SlotsReserved['data'], metadata: EventM
     data: {
       paymentId: terms.paymentId,
       groupId,
-      status: 'awaiting',
+      status: initialStatus(terms.price),
       price: terms.price,
       currency: terms.currency,
       methodId: terms.methodId,

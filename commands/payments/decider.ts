@@ -157,7 +157,9 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
         return right([moved(p, 'canceled', command.now, command.reason ?? 'canceled_by_service')]);
       case 'SettleCanceledBooking':
         if (state.settledForCanceledBooking) return right([]);
-        if (p.status === 'received') return right([moved(p, 'refund', command.now, 'booking_canceled')]);
+        // A free booking's payment (price 0) took no money: there is nothing to give back.
+        if (p.status === 'received')
+          return right(p.price > 0 ? [moved(p, 'refund', command.now, 'booking_canceled')] : []);
         if (EXPIRABLE_STATUSES.includes(p.status))
           return right([moved(p, 'canceled', command.now, 'booking_canceled')]);
         return right([]);

@@ -14,13 +14,16 @@ export const PAYMENT_STATUSES = [
 ] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
-/** Written by a booking: the payment of one booking group, waiting for the provider. */
+/**
+ * Written by a booking: the payment of one booking group, waiting for the provider, or received at once
+ * when there is nothing to pay (a free service: price 0).
+ */
 export type PaymentCreated = DomainEvent<
   'PaymentCreated',
   {
     paymentId: string;
     groupId: string;
-    status: 'awaiting';
+    status: 'awaiting' | 'received';
     price: number;
     currency: string;
     methodId: number;

@@ -14,7 +14,7 @@ export interface UpdateOrigin {
 }
 
 /**
- * Endpoint 17's payment: the client's newest payment that is not closed. Found from the write side (the
+ * Endpoint 17's payment: the client's newest payment that is not closed, nor free (price 0). Found from the write side (the
  * client's own list of bookings, newest first, and each payment's stream), never from the payments read
  * model, which may lag or have stopped. `pending` when the newest listed booking's payment is not written
  * yet (a booking interrupted between its hold and its payment, which the booking process completes).
@@ -33,7 +33,8 @@ export async function newestOpenPayment(
   for (const { paymentId } of listed) {
     const { payment } = await readState(store, paymentStream(paymentId), paymentDecider);
     if (!payment) return 'pending';
-    if (!CLOSED_STATUSES.includes(payment.status)) return { paymentId };
+    // A free booking's payment (price 0) is nothing for the provider to update.
+    if (!CLOSED_STATUSES.includes(payment.status) && payment.price > 0) return { paymentId };
   }
   return 'none';
 }

@@ -16,6 +16,13 @@ export const PAYMENT_TRANSITIONS: Record<PaymentStatus, readonly PaymentStatus[]
 export const canMove = (from: PaymentStatus, to: PaymentStatus): boolean =>
   PAYMENT_TRANSITIONS[from].includes(to);
 
+/**
+ * A booking's payment starts awaiting the client's money, or received when there is none to collect: a
+ * free service (price 0) must not be canceled as unpaid at its deadline.
+ */
+export const initialStatus = (price: number): 'awaiting' | 'received' =>
+  price > 0 ? 'awaiting' : 'received';
+
 /** Not received yet. */
 export const UNPAID_STATUSES: readonly PaymentStatus[] = ['awaiting', 'checkout', 'review', 'failed'];
 

@@ -2,6 +2,7 @@ import { DateTime } from 'luxon';
 import type { Booking } from '../../commands/booking/decider';
 import type { BookingTerms, SlotsReserved } from '../../commands/calendar/events';
 import { dayMonthYear } from '../../commands/calendar/slots';
+import { initialStatus } from '../../commands/payments/transitions';
 
 /** What the Session reply is made of: a sessions row, or a fresh booking before its row exists. */
 export interface SessionRecord {
@@ -93,7 +94,7 @@ export const sessionRecordsOfHold = (h: SlotsReserved['data']): SessionRecord[] 
     clientId: h.clientId,
     serviceId: h.serviceId,
     state: 'new',
-    paymentState: 'awaiting',
+    paymentState: initialStatus(h.terms.price),
     startsAt: s.startsAt,
     endsAt: s.endsAt,
     slot: s.slot,
