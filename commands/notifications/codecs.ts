@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, refine, strict } from '../../src/http/validation';
+import { isMailbox } from '../../src/mail/compose';
 import { webhookUrlProblem } from '../../src/webhooks/target';
 
 const Ids = refine(
@@ -28,7 +29,9 @@ export function channelAddressProblem(
   address: string,
   allowLoopback = false,
 ): string | null {
-  if (type === 'email') return EMAIL_RE.test(address) ? null : 'Input should be an e-mail address';
+  // One mailbox, as profiles are checked: no list, quotes or angle brackets a mail header would misread.
+  if (type === 'email')
+    return EMAIL_RE.test(address) && isMailbox(address) ? null : 'Input should be an e-mail address';
   if (type === 'webhook') return webhookUrlProblem(address, allowLoopback);
   return /^\S+$/.test(address) ? null : 'Input should be a push token without spaces';
 }

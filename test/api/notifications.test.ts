@@ -146,6 +146,19 @@ describe('notifications (24 to 31)', () => {
     });
     expect(bad.status).toBe(422);
     expect(bad.body.detail[0].loc).toEqual(['body', 'address']);
+    // An e-mail channel is one mailbox, by the rule profiles follow: not a list or a name with an address.
+    for (const address of ['a@x.io,b@y.io', 'Eve <eve@x.io>', 'a;b@x.io', '"a b"@x.io']) {
+      const notOne = await t.request('POST', '/api/v1/notification/channel', {
+        token: user.token,
+        body: { type: 'email', address },
+      });
+      expect({ address, status: notOne.status }).toEqual({ address, status: 422 });
+    }
+    const mailbox = await t.request('POST', '/api/v1/notification/channel', {
+      token: user.token,
+      body: { type: 'email', address: ' Zoe.Ng+coach@Example.COM ' },
+    });
+    expect(mailbox.body).toMatchObject({ type: 'email', address: 'zoe.ng+coach@example.com' });
 
     const init = '/api/v1/notification/channel/mailprovider-init';
     expect((await t.request('POST', init, { token: m.admin() })).body).toEqual({
