@@ -4,7 +4,13 @@ import type { AppDeps } from '../../src/deps';
 import { authenticated, currentPrincipal } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { HttpError, ValidationError } from '../../src/http/errors';
-import { multipartRoute, readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
+import {
+  idempotentUpload,
+  multipartRoute,
+  readMultipart,
+  uploadTmpDir,
+  type UploadedFile,
+} from '../../src/http/multipart';
 import { Uuid, boundedString, decode, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
 import { userPaymentTotal } from '../../src/readModels/payments';
@@ -87,56 +93,58 @@ export function profileMediaCommands(deps: AppDeps): Router {
       ],
     });
     try {
-      const fields = decode(MediaFields, form.fields, 'body');
-      const kind = fields.kind ?? 'media';
-      const file = form.files.file!;
-      checkKind(kind, file, fields);
-      const preview = form.files.preview;
-      const id = deps.newId();
-      const now = deps.clock().toISOString();
-      const mediaKey = newBlobKey(kind === 'media' ? 'media' : kind, id, file.originalname);
-      const previewKey = preview ? newBlobKey('mpreview', deps.newId(), preview.originalname) : null;
-      const blobs = [
-        { key: mediaKey, file },
-        ...(preview && previewKey ? [{ key: previewKey, file: preview }] : []),
-      ];
-      const command: UserCommand =
-        kind === 'media'
-          ? {
-              type: 'SetProfileMedia',
-              userId,
-              mediaType: file.mimetype.toLowerCase().startsWith('video/') ? 'video' : 'image',
-              mediaKey,
-              previewKey,
-              now,
-            }
-          : {
-              type: 'AddProfileMedia',
-              userId,
-              item: {
-                mediaId: id,
-                kind,
-                key: mediaKey,
+      await idempotentUpload(deps, ctx, form, async () => {
+        const fields = decode(MediaFields, form.fields, 'body');
+        const kind = fields.kind ?? 'media';
+        const file = form.files.file!;
+        checkKind(kind, file, fields);
+        const preview = form.files.preview;
+        const id = deps.newId();
+        const now = deps.clock().toISOString();
+        const mediaKey = newBlobKey(kind === 'media' ? 'media' : kind, id, file.originalname);
+        const previewKey = preview ? newBlobKey('mpreview', deps.newId(), preview.originalname) : null;
+        const blobs = [
+          { key: mediaKey, file },
+          ...(preview && previewKey ? [{ key: previewKey, file: preview }] : []),
+        ];
+        const command: UserCommand =
+          kind === 'media'
+            ? {
+                type: 'SetProfileMedia',
+                userId,
+                mediaType: file.mimetype.toLowerCase().startsWith('video/') ? 'video' : 'image',
+                mediaKey,
                 previewKey,
-                title: fields.title ?? defaultTitle(file.originalname),
-                description: fields.description ?? '',
-                contentType: file.mimetype,
-                originFilename: file.originalname,
-                filesize: file.size,
-                addedAt: now,
-              },
-            };
-      const { state, events } = await withStoredBlobs(deps, blobs, () =>
-        runCommand(deps, ctx, profileStream(userId), userProfile, command, [
-          kind === 'media' ? 'user_profiles' : 'profile_media',
-        ]),
-      );
-      await deleteBlobs(
-        deps,
-        events.flatMap((e) => (e.type === 'ProfileMediaChanged' ? e.data.replacedKeys : [])),
-      );
-      if (kind !== 'media') ctx.set('X-Media-Id', id);
-      ctx.body = await profileOut(userId, state);
+                now,
+              }
+            : {
+                type: 'AddProfileMedia',
+                userId,
+                item: {
+                  mediaId: id,
+                  kind,
+                  key: mediaKey,
+                  previewKey,
+                  title: fields.title ?? defaultTitle(file.originalname),
+                  description: fields.description ?? '',
+                  contentType: file.mimetype,
+                  originFilename: file.originalname,
+                  filesize: file.size,
+                  addedAt: now,
+                },
+              };
+        const { state, events } = await withStoredBlobs(deps, blobs, () =>
+          runCommand(deps, ctx, profileStream(userId), userProfile, command, [
+            kind === 'media' ? 'user_profiles' : 'profile_media',
+          ]),
+        );
+        await deleteBlobs(
+          deps,
+          events.flatMap((e) => (e.type === 'ProfileMediaChanged' ? e.data.replacedKeys : [])),
+        );
+        if (kind !== 'media') ctx.set('X-Media-Id', id);
+        ctx.body = await profileOut(userId, state);
+      });
     } finally {
       await form.cleanup();
     }

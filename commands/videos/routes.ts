@@ -6,7 +6,13 @@ import type { AppDeps } from '../../src/deps';
 import { currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { HttpError, ValidationError } from '../../src/http/errors';
-import { multipartRoute, readMultipart, uploadTmpDir, type UploadedFile } from '../../src/http/multipart';
+import {
+  idempotentUpload,
+  multipartRoute,
+  readMultipart,
+  uploadTmpDir,
+  type UploadedFile,
+} from '../../src/http/multipart';
 import { Uuid, boundedString, decode, refine, strict } from '../../src/http/validation';
 import { newBlobKey } from '../../src/storage/types';
 import { toFileBase } from '../../src/resources/fileBase';
@@ -150,31 +156,33 @@ export function videoCommands(deps: AppDeps): Router {
       ],
     });
     try {
-      const fields = decode(VideoFields, form.fields, 'body');
-      const file = form.files.file!;
-      const preview = form.files.preview;
-      const videoId = deps.newId();
-      const key = newBlobKey('video', deps.newId(), file.originalname);
-      const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
-      const blobs = [{ key, file }, ...(preview && previewKey ? [{ key: previewKey, file: preview }] : [])];
-      const { state } = await withStoredBlobs(deps, blobs, () =>
-        run(ctx, userId, {
-          type: 'UploadVideo',
-          userId,
-          video: {
-            videoId,
-            title: fields.title ?? defaultTitle(file.originalname),
-            description: fields.description ?? '',
-            contentType: file.mimetype,
-            originFilename: file.originalname,
-            key,
-            previewKey,
-            filesize: file.size,
-          },
-          now: now(),
-        }),
-      );
-      ctx.body = answer(state, videoId);
+      await idempotentUpload(deps, ctx, form, async () => {
+        const fields = decode(VideoFields, form.fields, 'body');
+        const file = form.files.file!;
+        const preview = form.files.preview;
+        const videoId = deps.newId();
+        const key = newBlobKey('video', deps.newId(), file.originalname);
+        const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
+        const blobs = [{ key, file }, ...(preview && previewKey ? [{ key: previewKey, file: preview }] : [])];
+        const { state } = await withStoredBlobs(deps, blobs, () =>
+          run(ctx, userId, {
+            type: 'UploadVideo',
+            userId,
+            video: {
+              videoId,
+              title: fields.title ?? defaultTitle(file.originalname),
+              description: fields.description ?? '',
+              contentType: file.mimetype,
+              originFilename: file.originalname,
+              key,
+              previewKey,
+              filesize: file.size,
+            },
+            now: now(),
+          }),
+        );
+        ctx.body = answer(state, videoId);
+      });
     } finally {
       await form.cleanup();
     }

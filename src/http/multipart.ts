@@ -1,9 +1,15 @@
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
 import type { Context, Middleware } from 'koa';
 import multer from '@koa/multer';
 import { HttpError, ValidationError, type ValidationIssue } from './errors';
 import { badText } from './hygiene';
+import { idempotent } from './idempotency';
+import type { Config } from '../config';
+import type { Database } from '../db/database';
 
 export type UploadedFile = multer.File;
 
@@ -153,6 +159,33 @@ function multerErrorToHttp(err: unknown, maxBytes: number): Error {
   if (e instanceof Error && !('status' in e) && !/^E[A-Z]+$/.test((e as { code?: string }).code ?? ''))
     return new HttpError(400, 'bad_request', `malformed multipart body (${e.message})`);
   return err as Error;
+}
+
+const sha256Of = async (file: string) => {
+  const hash = createHash('sha256');
+  await pipeline(fs.createReadStream(file), hash);
+  return hash.digest('hex');
+};
+
+/**
+ * `Idempotency-Key` for an upload route: runs `run` (the rest of the route, after `readMultipart`) under
+ * the key as `idempotent` does for JSON commands. The request the key stands for is the form: its text
+ * fields and each file's name, type, size and SHA-256 (a multipart body is read only by the route, so the
+ * middleware cannot hash it). Ids made inside `run` are the key's, so a retry after a crash names the
+ * same video and the same blobs.
+ */
+export async function idempotentUpload(
+  deps: { db: Database; config: Pick<Config, 'idempotencyLeaseMs'> },
+  ctx: Context,
+  form: { fields: Record<string, string>; files: Record<string, UploadedFile> },
+  run: () => Promise<void>,
+): Promise<void> {
+  if (!ctx.get('idempotency-key')) return run();
+  const files: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(form.files).sort(([a], [b]) => a.localeCompare(b)))
+    files[name] = { name: f.originalname, type: f.mimetype, size: f.size, sha256: await sha256Of(f.path) };
+  ctx.request.body = { fields: form.fields, files };
+  await idempotent(deps)(ctx, run);
 }
 
 /** Where uploads wait until they are stored: DATA_DIR/uploads. */

@@ -293,6 +293,49 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
   });
 
+  it('honours Idempotency-Key on uploads: a retry replays the first answer, another file is refused', async () => {
+    const c = coach();
+    const keyed = async (url: string, key: string, parts: Part[]) => {
+      const form = new FormData();
+      for (const p of parts)
+        if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
+        else form.append(p.name, p.value ?? '');
+      const res = await fetch(t.baseUrl + url, {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${c.token}`, 'idempotency-key': key },
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as any,
+        replayed: res.headers.get('idempotent-replayed'),
+      };
+    };
+    const file = mp4();
+    const key = randomUUID();
+    const first = await keyed('/api/v1/storage/video', key, [{ name: 'file', ...file }]);
+    expect(first).toMatchObject({ status: 200, replayed: null });
+    const retry = await keyed('/api/v1/storage/video', key, [{ name: 'file', ...file }]);
+    expect(retry).toEqual({ ...first, replayed: 'true' });
+    const other = await keyed('/api/v1/storage/video', key, [{ name: 'file', ...mp4() }]);
+    expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
+    expect((await list(c.token)).map((v) => v.id)).toEqual([first.body.id]);
+
+    const image = png();
+    const mediaKey = randomUUID();
+    const parts = [
+      { name: 'file', ...image },
+      { name: 'kind', value: 'image' },
+    ];
+    expect(await keyed('/api/v1/storage/profile/media', mediaKey, parts)).toMatchObject({ status: 200 });
+    expect(await keyed('/api/v1/storage/profile/media', mediaKey, parts)).toMatchObject({
+      status: 200,
+      replayed: 'true',
+    });
+    const gallery = await t.request('GET', '/api/v1/storage/profile/media', { token: c.token });
+    expect(gallery.body).toHaveLength(1);
+  });
+
   it('reorders to an exact permutation, and names missing, unknown and duplicated ids otherwise', async () => {
     const c = coach();
     const a = await uploadOk(c.token, 'a');
