@@ -253,6 +253,15 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     ]);
     expect(unknown.status).toBe(422);
     expect(unknown.body.detail[0].loc).toEqual(['body', 'extra']);
+    // Also after every known file was sent (it was a 413 "too many files" then).
+    const third = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'preview', ...png() },
+      { name: 'extra', ...png() },
+    ]);
+    expect(third.status).toBe(422);
+    expect(third.body.detail[0]).toMatchObject({ loc: ['body', 'extra'], type: 'extra_forbidden' });
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
     const long = await upload(c.token, [
       { name: 'file', ...mp4() },
       { name: 'title', value: 'x'.repeat(201) },
