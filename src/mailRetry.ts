@@ -39,7 +39,14 @@ export function createMailRetry(
 
   const retryOnce = async (now: Date): Promise<number> => {
     if (!owner()) return 0;
-    const ledger = deliveries({ ...deps, clock: () => now });
+    // Claims and records are stamped with the clock as it runs on from `now`: a pass behind a slow or
+    // failing relay sends one e-mail after the other for minutes, and a claim stamped with the pass's start
+    // could be born with its lease over, free for another sender to take over while this one sends it.
+    const started = performance.now();
+    const ledger = deliveries({
+      ...deps,
+      clock: () => new Date(now.getTime() + performance.now() - started),
+    });
     const due = await deps.db.query<{ stream: string; cause_event_id: string }>(
       `(SELECT stream, cause_event_id, next_attempt_at AS due FROM email_deliveries
          WHERE status = 'deferred' AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT 50)

@@ -7,6 +7,7 @@ import { migrate } from '../../src/db/migrate';
 import type { EventStore } from '../../src/eventstore/types';
 import { deliveries } from '../../src/mail/delivery';
 import { createSmtpMailer } from '../../src/mail/mailer';
+import { createMailRetry } from '../../src/mailRetry';
 import { testDatabase } from '../support/services';
 import { eventually, marketplace } from '../support/marketplace';
 import { startSmtpServer, type ReceivedMail } from '../support/smtp';
@@ -325,6 +326,58 @@ describe('crash safety of the delivery ledger', () => {
     } finally {
       smtp.slowDown(0);
       otherMailer.close();
+    }
+  });
+
+  it('a retry pass behind a slow server claims each e-mail on the clock as it moves: every lease covers its send', async () => {
+    const { store, mailer, log, db } = t.system.deps;
+    const lease = 1500;
+    const user = await m.client();
+    const causes = Array.from({ length: 8 }, () => randomUUID());
+    const keys = causes.map((c) => `${c}/${user.id}`);
+    // Eight e-mails deferred by a temporary refusal, due a minute later.
+    const ledger = deliveries({ store, mailer, log, clock: () => now, leaseMs: lease });
+    smtp.rejectNext(causes.length, 451);
+    for (const [i, c] of causes.entries())
+      expect(
+        await ledger.deliver(
+          c,
+          user.id,
+          { key: keys[i]!, to: emailOf(user.id), subject: 'Deferred', text: c, headers: {} },
+          'verification',
+          {},
+        ),
+      ).toBe('deferred');
+    expect(await t.system.runner.waitFor(await store.headPosition(), 5000)).toBe(true);
+    // When each message reached the server, in real time.
+    const arrived = new Map<string, number>();
+    const look = () => {
+      for (const r of smtp.received)
+        if (keys.includes(r.idempotencyKey) && !arrived.has(r.idempotencyKey))
+          arrived.set(r.idempotencyKey, Date.now());
+    };
+    const watch = setInterval(look, 5);
+    smtp.slowDown(300); // one after the other: the pass takes 2.4 s, longer than a lease
+    const retry = createMailRetry({ db, store, mailer, log, clock: () => now, leaseMs: lease });
+    const due = new Date(now.getTime() + 61_000);
+    const started = Date.now();
+    try {
+      expect(await retry.retryDue(due)).toBeGreaterThanOrEqual(causes.length);
+    } finally {
+      smtp.slowDown(0);
+      clearInterval(watch);
+      look(); // the last one may have arrived since the last look
+    }
+    expect([...arrived.keys()].sort()).toEqual([...keys].sort());
+    for (const [i, c] of causes.entries()) {
+      const events = (await store.readStream(deliveryStream(c, user.id))).events;
+      const claim = events.filter((e) => e.type === 'DeliveryClaimed').at(-1)!.data as { leaseUntil: string };
+      // The pass's clock is `due` at its start and runs on from there: the lease's end in real time.
+      const leaseEnds = started + Date.parse(claim.leaseUntil) - due.getTime();
+      expect({ i, withinLease: arrived.get(keys[i]!)! <= leaseEnds }).toEqual({
+        i,
+        withinLease: true,
+      });
     }
   });
 
