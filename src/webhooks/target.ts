@@ -81,8 +81,9 @@ export interface PostResult {
 }
 
 /**
- * POSTs `body` to `url` with `headers`, within `timeoutMs`, reading at most a little of the answer (the
- * status is all that counts). Rejects on network errors, timeouts and addresses the policy refuses.
+ * POSTs `body` to `url` with `headers`, answered within `timeoutMs` (connecting, sending and the status line
+ * together), and reads nothing of the answer but its status. Rejects on network errors, timeouts and
+ * addresses the policy refuses.
  */
 export function postWebhook(
   url: string,
@@ -106,23 +107,31 @@ export function postWebhook(
     });
   const client = u.protocol === 'https:' ? https : http;
   return new Promise<PostResult>((resolve, reject) => {
+    // One deadline for the whole exchange: a receiver trickling its answer a byte at a time is never idle
+    // long enough for a socket timeout, and would hold the dispatcher's pass (everyone's webhooks) forever.
+    const deadline = setTimeout(
+      () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)),
+      opts.timeoutMs,
+    );
     const req = client.request(
       u,
       {
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body).toString() },
         lookup,
-        timeout: opts.timeoutMs,
         agent: false,
       },
       (res) => {
-        res.resume(); // the body is not needed; drain it so the socket closes
-        res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
-        res.on('error', reject);
+        // The status is the answer; the body is not read (the connection is not reused either).
+        clearTimeout(deadline);
+        resolve({ status: res.statusCode ?? 0 });
+        res.destroy();
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)));
-    req.on('error', reject);
+    req.on('error', (err) => {
+      clearTimeout(deadline);
+      reject(err);
+    });
     req.end(body);
   });
 }

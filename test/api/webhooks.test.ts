@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { createProjectionRunner } from '../../projections/runner';
 import { webhookProcess } from '../../projections/webhookProcess';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
@@ -155,6 +157,50 @@ describe('webhook channels (27)', () => {
       (r) => r[0]?.status !== 'sending' && r[0]?.status !== undefined,
     );
     expect(rows).toEqual([{ status: 'delivered', attempts: 1, last_error: null }]);
+  });
+
+  it("a receiver that never finishes its answer holds back no one's webhooks (the status is all that counts)", async () => {
+    // Answers 200 at once, then trickles its body forever: the socket is never idle long enough to time out.
+    const sockets = new Set<Socket>();
+    const trickler = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const drip = setInterval(() => res.write('.'), 200);
+      res.on('close', () => clearInterval(drip));
+    });
+    trickler.on('connection', (s) => sockets.add(s));
+    await new Promise<void>((r) => trickler.listen(0, '127.0.0.1', r));
+    try {
+      const slow = await m.client();
+      const port = (trickler.address() as AddressInfo).port;
+      const registered = await t.request('POST', '/api/v1/notification/channel', {
+        token: slow.token,
+        body: { type: 'webhook', address: `http://127.0.0.1:${port}/hook` },
+      });
+      expect(registered.status).toBe(200);
+      await book(slow);
+      const delivered = await eventually(
+        async () =>
+          (
+            await t.system.deps.db.query<{ status: string }>(
+              'SELECT status FROM webhook_deliveries WHERE user_id = $1',
+              [slow.id],
+            )
+          ).rows,
+        (r) => r[0]?.status === 'delivered',
+        5000,
+      );
+      expect(delivered).toEqual([{ status: 'delivered' }]);
+      // Another user's webhook, queued after it, still goes out.
+      const other = await m.client();
+      const path = `/hooks/${randomUUID()}`;
+      await registerHook(other.token, path);
+      await book(other, '2026-12-03T11:00:00');
+      expect(await hooksAt(path, 1)).toHaveLength(1);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => trickler.close(r));
+    }
   });
 
   it('retries a failing receiver with backoff, same delivery id, and shows every attempt to admins', async () => {
