@@ -23,6 +23,7 @@ import { describeSchema } from '../src/http/openapi/jsonSchema';
 import { isCoach } from '../src/readModels/users';
 import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
+import { MAX_SESSION_MINUTES } from '../commands/services/codecs';
 import { coachServices } from './services';
 import { clientPackages, clientPackagesUntil } from './packages';
 import { ReadCache, fillHole, holedJson, type HoledJson } from '../src/readModels/readCache';
@@ -140,11 +141,13 @@ const LONGEST_TRAVEL_MINUTES = travelMinutes({ lat: 0, lng: 0 }, { lat: 0, lng: 
  */
 const holdsNearSql = (coach: string, own = '') => {
   const reach = `(h.travel_minutes${own ? ` + ${own}` : ''}) * interval '1 minute'`;
-  // The same bound without the row's travel (the longest there is instead) keeps the index's range on
-  // (coach_id, starts_at).
+  // The same bounds without the row's travel and length (the longest there are instead) keep the scan to a
+  // range of the index on (coach_id, starts_at), not the coach's whole history.
   const farthest = `(${LONGEST_TRAVEL_MINUTES}${own ? ` + ${own}` : ''}) * interval '1 minute'`;
+  const longest = `${MAX_SESSION_MINUTES} * interval '1 minute'`;
   return `h.coach_id = ${coach} AND h.ends_at + ${reach} > ($2::date - 3)
-    AND h.starts_at - ${reach} < ($3::date + 4) AND h.starts_at < ($3::date + 4) + ${farthest}`;
+    AND h.starts_at - ${reach} < ($3::date + 4) AND h.starts_at < ($3::date + 4) + ${farthest}
+    AND h.starts_at > ($2::date - 3) - ${farthest} - ${longest}`;
 };
 /**
  * A candidate's own travel the margins of `holdsNearSql` cover without `own`: 3 days before and 4 after

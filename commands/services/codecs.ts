@@ -9,12 +9,15 @@ const Currency = refine(
   'Input should be a 3-letter upper-case currency code',
 );
 
+/** The longest session a service may have (a hold never lasts longer). */
+export const MAX_SESSION_MINUTES = 480;
+
 /** Every editable Service field with its rule; which are required differs between create and edit. */
 const required = {
   name: boundedString(200, 1),
   price: finiteNumberIn(0, 1_000_000, 'price'),
   priceCurrency: Currency,
-  sessionMinutesDuration: intIn(5, 480, 'minutes'),
+  sessionMinutesDuration: intIn(5, MAX_SESSION_MINUTES, 'minutes'),
 };
 const optional = {
   description: boundedString(5000),
