@@ -20,6 +20,7 @@ import { createPaymentExpirySweeper } from './paymentExpirySweeper';
 import { openBlobStore } from './storage';
 import { createMailer } from './mail/mailer';
 import { createMailRetry } from './mailRetry';
+import { createIdempotencyPruner } from './idempotencyPruner';
 import { createMetrics } from './metrics';
 import { createWebhookDispatcher } from './webhooks/dispatcher';
 import { LEASES, createLocalLeases, createPgLeases } from './leases';
@@ -30,6 +31,8 @@ export interface System {
   runner: ProjectionRunner;
   /** Cancels the unpaid payments due at the clock's now (the sweeper also runs this every few seconds). */
   sweepExpiredPayments(): Promise<number>;
+  /** Forgets the Idempotency-Keys past their 24 h (also every 10 minutes); resolves to how many. */
+  pruneIdempotencyKeys(): Promise<number>;
   /**
    * Sends the deferred e-mails due at `now` (default the clock's) and takes over claims whose lease ran out;
    * the retry loop does this every `MAIL_RETRY_INTERVAL_MS` (30 s).
@@ -124,6 +127,8 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   const mailRetry = createMailRetry({ ...deps, leaseMs: config.mailLeaseMs }, config.mailRetryIntervalMs);
   mailRetry.start();
   webhooks.start();
+  const idempotencyPruner = createIdempotencyPruner(deps);
+  idempotencyPruner.start();
   return {
     deps,
     app: createApp(deps),
@@ -131,7 +136,9 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     sweepExpiredPayments: () => expirySweeper.sweep(),
     retryDeferredEmails: (now?: Date) => mailRetry.retryDue(now),
     deliverWebhooks: () => webhooks.deliverDue(),
+    pruneIdempotencyKeys: () => idempotencyPruner.prune(),
     async close() {
+      await idempotencyPruner.stop();
       await expirySweeper.stop();
       await mailRetry.stop();
       await webhooks.stop();

@@ -7,7 +7,8 @@ import type { Principal } from './auth';
 import { HttpError } from './errors';
 import { renderError } from './render';
 
-const TTL_HOURS = 24;
+/** How long a key is kept (then forgotten: src/idempotencyPruner.ts). */
+export const IDEMPOTENCY_TTL_HOURS = 24;
 
 /** Hash of what makes two requests "the same request" for a key: method, path and body. */
 export const requestHash = (method: string, path: string, body: unknown) =>
@@ -66,7 +67,7 @@ export function idempotent(deps: { db: Database; config: Pick<Config, 'idempoten
     const hash = requestHash(ctx.method, ctx.path, ctx.request.body);
 
     await db.query(
-      `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${TTL_HOURS} hours'`,
+      `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`,
       [scope, key],
     );
     const claimed = await db.query(

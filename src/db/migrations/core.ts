@@ -73,4 +73,10 @@ BEGIN
 END $$;
 `,
   },
+  {
+    version: 4,
+    name: 'idempotency keys by age',
+    // The pruner (src/idempotencyPruner.ts) deletes keys past their 24 h by this index.
+    sql: `CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);`,
+  },
 ];
