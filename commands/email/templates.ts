@@ -14,6 +14,13 @@ const when = (f: EmailFacts) =>
     ? `${f.slots.map((s) => s.replace('T', ' ').slice(0, 16)).join(', ')} (${f.timezone ?? 'UTC'})`
     : '';
 
+/** The reasons the system gives when it cancels (projections/bookingProcess.ts), in the reader's words. */
+const SYSTEM_REASONS: Readonly<Record<string, string>> = {
+  payment_canceled: 'the payment was canceled or not made in time',
+  payment_deleted: 'the payment was withdrawn',
+};
+const reasonLine = (reason: string) => `Reason: ${SYSTEM_REASONS[reason] ?? reason}`;
+
 /** Subject and body of each template; plain text first, the HTML part says the same. */
 export function renderEmail(f: EmailFacts): RenderedEmail {
   const service = f.serviceName ?? 'your session';
@@ -43,12 +50,12 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
     case 'decline':
       subject = `Session declined: ${service}`;
       lines.push(`${f.role === 'coach' ? 'You' : 'Your coach'} declined ${service}${at ? ` on ${at}` : ''}.`);
-      if (f.reason) lines.push(`Reason: ${f.reason}`);
+      if (f.reason) lines.push(reasonLine(f.reason));
       break;
     case 'cancel':
       subject = `Session canceled: ${service}`;
       lines.push(`${service}${at ? ` on ${at}` : ''} was canceled${f.by ? ` by the ${f.by}` : ''}.`);
-      if (f.reason) lines.push(`Reason: ${f.reason}`);
+      if (f.reason) lines.push(reasonLine(f.reason));
       break;
     case 'dispute':
       subject = `Session disputed: ${service}`;
@@ -57,7 +64,7 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
           ? `Your dispute of ${service}${at ? ` on ${at}` : ''} is received.`
           : `Your client disputed ${service}${at ? ` on ${at}` : ''}.`,
       );
-      if (f.reason) lines.push(`Reason: ${f.reason}`);
+      if (f.reason) lines.push(reasonLine(f.reason));
       break;
   }
   const text = lines.join('\n') + '\n';
