@@ -47,7 +47,7 @@ export const takesMultipart = (stack: readonly unknown[]): boolean =>
  * Reads a multipart/form-data request with @koa/multer: files go to temporary files under `tmpDir`
  * (never whole into memory), each at most `maxBytes`. Answers 415 `unsupported_media_type` for a body
  * that is not multipart or a file of a type not accepted, 413 `payload_too_large` beyond the limits,
- * 422 for an unknown or missing file field, 400 for a malformed body. Text fields come back as strings.
+ * 422 for an unknown, missing or empty file field, 400 for a malformed body. Text fields come back as strings.
  * The caller must call `cleanup()` (temporary files) in a `finally`.
  */
 export async function readMultipart(
@@ -105,7 +105,9 @@ export async function readMultipart(
   }
   // A file name is stored (title, originFilename) like any text of the body, so the same hygiene applies
   // (`filename*=UTF-8''a%00b` carries a NUL, which PostgreSQL refuses: it was a 500).
-  const badNames = Object.entries(files).flatMap(([name, f]) => {
+  // An empty file is no video or picture: refused rather than listed with nothing to play or show.
+  const badNames = Object.entries(files).flatMap(([name, f]): ValidationIssue[] => {
+    if (f.size === 0) return [{ loc: ['body', name], msg: 'The file is empty', type: 'value_error' }];
     const msg = badText(f.originalname);
     return msg ? [{ loc: ['body', name], msg: `File name: ${msg}`, type: 'string_invalid_text' }] : [];
   });

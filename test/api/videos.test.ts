@@ -240,7 +240,7 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect((await upload(c.token, [{ name: 'file', ...mp4(LIMIT) }])).status).toBe(200);
   });
 
-  it('answers 422 for a missing file, an unknown file field or a title over 200 characters', async () => {
+  it('answers 422 for a missing, unknown or empty file or a title over 200 characters', async () => {
     const c = coach();
     const missing = await upload(c.token, [{ name: 'title', value: 'no file' }]);
     expect(missing).toEqual({
@@ -268,6 +268,22 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     ]);
     expect(long.status).toBe(422);
     expect(long.body.detail[0].loc).toEqual(['body', 'title']);
+    // An empty file (or preview) is nothing to play or show.
+    for (const parts of [
+      [{ name: 'file', ...mp4(0) }],
+      [
+        { name: 'file', ...mp4() },
+        { name: 'preview', ...png(0) },
+      ],
+    ]) {
+      const empty = await upload(c.token, parts);
+      expect(empty.status).toBe(422);
+      expect(empty.body.detail[0]).toMatchObject({
+        loc: ['body', parts.at(-1)!.name],
+        msg: 'The file is empty',
+      });
+    }
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
     expect(await list(c.token)).toEqual([]);
   });
 
