@@ -38,7 +38,7 @@ describeSql('a booking on states this instance kept, after another instance chan
   beforeAll(async () => {
     a = await startTestSystem({ clock: () => NOW });
     // A second instance on the same database and log: its writes are unknown to the first one's kept states.
-    b = await startTestSystem({ clock: () => NOW, db: a.database.db });
+    b = await startTestSystem({ clock: () => NOW, database: a.database });
     m = marketplace(a);
   });
   afterAll(async () => {

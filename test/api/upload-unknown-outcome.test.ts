@@ -33,7 +33,7 @@ beforeAll(async () => {
       return written;
     },
   };
-  t = await startTestSystem({ db: database.db, store });
+  t = await startTestSystem({ database, store });
 });
 afterAll(async () => {
   await t?.close();

@@ -20,7 +20,7 @@ export async function systemOnSteppedStore(
   const database: TestDatabase = await testDatabase();
   const inner = await createSqlEventStore(database.db);
   const store: EventStore = { ...inner, kind: inner.kind, ...wrap(inner) };
-  const t = await startTestSystem({ clock: () => now, db: database.db, store });
+  const t = await startTestSystem({ clock: () => now, database, store });
   return {
     t,
     m: marketplace(t),

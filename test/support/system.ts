@@ -53,9 +53,12 @@ export interface TestSystem {
 
 /** The whole service over real HTTP on an ephemeral port, with its own database. */
 export async function startTestSystem(
-  overrides: SystemOverrides & { env?: NodeJS.ProcessEnv } = {},
+  overrides: SystemOverrides & { env?: NodeJS.ProcessEnv; database?: TestDatabase } = {},
 ): Promise<TestSystem> {
-  const database = await testDatabase();
+  // A test that brings its database (to share it, or to wrap a store on it) owns it: none is made here (an
+  // unused embedded PGlite cost seconds of start-up, enough for a loaded CI to time a beforeAll out).
+  const { database: given, ...rest } = overrides;
+  const database = given ?? (await testDatabase());
   const esdb =
     !overrides.store && !overrides.env?.EVENTSTORE_URL && testEventStoreOnEsdb()
       ? await esdbForTest()
@@ -69,7 +72,7 @@ export async function startTestSystem(
     ...(esdb ? { EVENTSTORE_URL: esdb.server.url } : {}),
     ...overrides.env,
   });
-  const system = await createSystem(config, { db: database.db, ...overrides });
+  const system = await createSystem(config, { ...rest, db: database.db });
   const server = createHttpServer(system.app, config.http);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -110,7 +113,7 @@ export async function startTestSystem(
       server.closeAllConnections();
       await system.close();
       await esdb?.stop();
-      await database.drop();
+      if (!given) await database.drop();
       if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
     },
   };
