@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from '../../src/config';
 import { signToken, type Role } from '../../src/http/auth';
 import { createHttpServer } from '../../src/http/server';
+import type { Database } from '../../src/db/database';
 import { createSystem, type System, type SystemOverrides } from '../../src/system';
 import { testDatabase, type TestDatabase } from './services';
 import { answerChecker, type AnswerCheck } from './openapiCheck';
@@ -51,14 +52,25 @@ export interface TestSystem {
   close(): Promise<void>;
 }
 
-/** The whole service over real HTTP on an ephemeral port, with its own database. */
+/** A database the caller owns and drops: the test system only uses it. */
+const borrowed = (db: Database): TestDatabase => ({
+  db,
+  kind: db.kind === 'pg' ? 'postgres' : 'pglite',
+  drop: async () => undefined,
+});
+
+/** The whole service over real HTTP on an ephemeral port, with its own database unless given one. */
 export async function startTestSystem(
   overrides: SystemOverrides & { env?: NodeJS.ProcessEnv; database?: TestDatabase } = {},
 ): Promise<TestSystem> {
   // A test that brings its database (to share it, or to wrap a store on it) owns it: none is made here (an
   // unused embedded PGlite cost seconds of start-up, enough for a loaded CI to time a beforeAll out).
   const { database: given, ...rest } = overrides;
-  const database = given ?? (await testDatabase());
+  const database: TestDatabase = given
+    ? { ...given, drop: async () => undefined }
+    : rest.db
+      ? borrowed(rest.db)
+      : await testDatabase();
   const esdb =
     !overrides.store && !overrides.env?.EVENTSTORE_URL && testEventStoreOnEsdb()
       ? await esdbForTest()
@@ -113,7 +125,7 @@ export async function startTestSystem(
       server.closeAllConnections();
       await system.close();
       await esdb?.stop();
-      if (!given) await database.drop();
+      await database.drop();
       if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
     },
   };
