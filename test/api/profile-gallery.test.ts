@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { sendForm, type FormPart } from '../support/multipart';
 import { marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -11,26 +12,19 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-type Part = { name: string; bytes?: Buffer; type?: string; filename?: string; value?: string };
+type Part = FormPart;
 const png = (n = 500) => ({ bytes: randomBytes(n), type: 'image/png', filename: 'photo.png' });
 const pdf = (n = 300) => ({ bytes: randomBytes(n), type: 'application/pdf', filename: 'licence.pdf' });
 
 async function upload(token: string | null, parts: Part[]) {
-  const form = new FormData();
-  for (const p of parts)
-    if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
-    else form.append(p.name, p.value ?? '');
-  const res = await fetch(`${t.baseUrl}/api/v1/storage/profile/media`, {
-    method: 'POST',
-    body: form,
-    headers: token ? { authorization: `Bearer ${token}` } : {},
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    body: text ? JSON.parse(text) : undefined,
-    mediaId: res.headers.get('x-media-id'),
-  };
+  const { status, body, headers } = await sendForm(
+    t.baseUrl,
+    'POST',
+    '/api/v1/storage/profile/media',
+    token,
+    parts,
+  );
+  return { status, body, mediaId: headers.get('x-media-id') };
 }
 const bytesAt = async (url: string) => {
   const res = await fetch(t.baseUrl + url);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { sendForm, type FormPart } from '../support/multipart';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createSqlEventStore } from '../../src/eventstore/sql';
@@ -41,19 +42,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
-type Part = { name: string; bytes?: Buffer; type?: string; filename?: string; value?: string };
-async function send(method: string, url: string, token: string, parts: Part[]) {
-  const form = new FormData();
-  for (const p of parts)
-    if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
-    else form.append(p.name, p.value ?? '');
-  const res = await fetch(t.baseUrl + url, {
-    method,
-    body: form,
-    headers: { authorization: `Bearer ${token}` },
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+type Part = FormPart;
+const send = (method: string, url: string, token: string, parts: Part[]) =>
+  sendForm(t.baseUrl, method, url, token, parts);
 /** What a file URL serves: its status and whether the bytes are `expected`. */
 const served = async (url: string, expected: Buffer) => {
   const res = await fetch(t.baseUrl + url);

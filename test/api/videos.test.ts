@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { sendForm, type FormPart } from '../support/multipart';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fold } from '../../src/decider';
@@ -9,7 +10,7 @@ import { tempDataDir, testS3 } from '../support/s3';
 
 const LIMIT = 64 * 1024;
 
-type Part = { name: string; bytes?: Buffer; type?: string; filename?: string; value?: string };
+type Part = FormPart;
 const mp4 = (n = 3000) => ({ bytes: randomBytes(n), type: 'video/mp4', filename: 'clip.mp4' });
 const png = (n = 500) => ({ bytes: randomBytes(n), type: 'image/png', filename: 'thumb.png' });
 
@@ -42,20 +43,8 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     return { id, token: t.token(id, ['coach']) };
   };
 
-  /** A real multipart/form-data request (Node's FormData and Blob through fetch). */
-  async function send(method: string, url: string, token: string | null, parts: Part[]) {
-    const form = new FormData();
-    for (const p of parts)
-      if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename ?? 'file');
-      else form.append(p.name, p.value ?? '');
-    const res = await fetch(t.baseUrl + url, {
-      method,
-      body: form,
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  }
+  const send = (method: string, url: string, token: string | null, parts: Part[]) =>
+    sendForm(t.baseUrl, method, url, token, parts).then(({ status, body }) => ({ status, body }));
   const upload = (token: string, parts: Part[]) => send('POST', '/api/v1/storage/video', token, parts);
   const list = async (token: string) => {
     const res = await t.request('GET', '/api/v1/storage/videos', { token });
