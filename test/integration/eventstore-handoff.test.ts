@@ -216,20 +216,27 @@ describe.each(targets)('SQL event store handing its own appends to its subscribe
     try {
       const appends = 60;
       const seen: RecordedEvent[] = [];
-      let arrived: () => void = () => undefined;
+      let arrived: (batch: RecordedEvent[]) => void = () => undefined;
       const sub = store.subscribe({
         from: START,
         handler: async (batch) => {
           seen.push(...batch);
-          arrived();
+          arrived(batch);
         },
       });
-      // Let the subscription start (its first read finds the empty log), then count from there.
-      await new Promise((r) => setTimeout(r, 100));
+      // Let the subscription catch up with what earlier tests left in this log (several batches on a slow
+      // machine), shown by its arrival of a marker appended now; count from there.
+      const caughtUp = new Promise<void>(
+        (r) => (arrived = (batch) => batch.some((e) => e.type === 'Marker') && r()),
+      );
+      await store.append(`marker-${randomUUID()}`, [{ type: 'Marker', data: {} }]);
+      await caughtUp;
+      await new Promise((r) => setTimeout(r, 50));
+      seen.length = 0;
       const before = logReads();
       const started = Date.now();
       for (let i = 0; i < appends; i++) {
-        const next = new Promise<void>((r) => (arrived = r));
+        const next = new Promise<void>((r) => (arrived = () => r()));
         await store.append(`s-${i % 5}`, [{ type: 'Tick', data: { i } }]);
         await next;
         // Time for the append's NOTIFY to come back: it must not send the subscriber to read.
