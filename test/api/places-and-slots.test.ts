@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Settings } from 'luxon';
 import { eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -282,6 +283,32 @@ describe('Service.slots: the start times a service may be booked at', () => {
         status: 422,
         loc: ['body', 'slots', 0],
       });
+    }
+  });
+});
+
+describe('the date range of availability (6, 11)', () => {
+  it("counts calendar days, whatever the server's own zone: 62 days across a DST change pass, 63 do not", async () => {
+    const { coach, serviceId } = await coachWithPlaces();
+    const kept = Settings.defaultZone;
+    Settings.defaultZone = 'America/New_York'; // the server's zone: DST begins 14 March 2027
+    try {
+      for (const path of [
+        `/api/v1/service/${serviceId}/availability`,
+        `/api/v1/coach/${coach.id}/availability`,
+      ]) {
+        const ok = await t.request('GET', `${path}?from_date=2027-02-01&to_date=2027-04-03`);
+        expect(ok.status).toBe(200);
+        expect(ok.body).toMatchObject({ fromDate: '2027-02-01', toDate: '2027-04-03' });
+        const over = await t.request('GET', `${path}?from_date=2027-02-01&to_date=2027-04-04`);
+        expect(over.status).toBe(422);
+        expect(over.body.detail[0]).toMatchObject({ loc: ['query', 'to_date'] });
+        // Autumn: an hour longer than whole days in New York.
+        const autumn = await t.request('GET', `${path}?from_date=2027-10-01&to_date=2027-12-01`);
+        expect(autumn.status).toBe(200);
+      }
+    } finally {
+      Settings.defaultZone = kept;
     }
   });
 });
