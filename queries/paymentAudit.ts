@@ -26,7 +26,11 @@ export function paymentAuditQueries(deps: AppDeps): Router {
     const { events } = await deps.store.readStream(paymentStream(id));
     if (!events.length) throw paymentNotFound();
     const until = at ? Date.parse(at) : Infinity;
-    const upTo = events.filter((e) => domainTime(e) <= until);
+    // The longest prefix of the stream whose events had all happened by `at`. Not a filter: an event is
+    // decided on everything before it, so one whose clock ran behind an earlier one's (instances' clocks
+    // differ) did not happen before that earlier one, and folding it without it makes a state no revision had.
+    const ahead = events.findIndex((e) => domainTime(e) > until);
+    const upTo = ahead < 0 ? events : events.slice(0, ahead);
     const state = upTo
       .map((e) => ({ type: e.type, data: e.data }) as PaymentEvent)
       .reduce(paymentDecider.evolve, paymentDecider.initialState());

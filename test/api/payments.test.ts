@@ -345,6 +345,25 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     expect(unknown.status).toBe(404);
   });
 
+  it('replays a payment whose domain times run backwards (clock skew) as a state one revision had', async () => {
+    now = new Date('2026-03-05T13:30:00.000Z');
+    const p = await createPayment({ expiresInMs: 10 * HOUR });
+    now = new Date('2026-03-05T14:30:00.000Z'); // an instance whose clock runs ahead
+    await update(p.paymentId, { status: 'checkout', providerEventId: 'evt_s1', clientSecret: 'cs_s1' });
+    now = new Date('2026-03-05T14:10:00.000Z'); // the next update lands on one whose clock does not
+    expect((await update(p.paymentId, { status: 'failed', providerEventId: 'evt_s2' })).status).toBe(200);
+    const auditor = t.token(randomUUID(), ['auditor']);
+    const path = `/api/v1/audit/payments/${p.paymentId}/events`;
+    // At 14:20 the checkout (14:30) had not happened, so neither had the failure decided after it: the
+    // payment was as created. Before, the failure alone was folded in: a state no revision of the log had
+    // (failed, but without the checkout's client secret), labelled revision 2.
+    const res = await t.request('GET', `${path}?at=2026-03-05T14:20:00Z`, { token: auditor });
+    expect(res.status).toBe(200);
+    expect(res.body.stateAt).toMatchObject({ status: 'awaiting', revision: 0 });
+    const after = await t.request('GET', `${path}?at=2026-03-05T14:30:00Z`, { token: auditor });
+    expect(after.body.stateAt).toMatchObject({ status: 'failed', clientSecret: 'cs_s1', revision: 2 });
+  });
+
   it('expires an unpaid payment at its expiresAt (system actor), and leaves a received one alone', async () => {
     now = new Date('2026-03-04T09:00:00.000Z');
     const unpaid = await createPayment({ expiresInMs: HOUR });
