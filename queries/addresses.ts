@@ -2,8 +2,9 @@ import Router from '@koa/router';
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal } from '../src/http/auth';
-import { paging } from '../src/http/validation';
+import { Paging, decode } from '../src/http/validation';
 import { toAddressOut, type AddressOut } from '../src/resources/address';
+import { MAX_ADDRESSES } from '../commands/addresses/decider';
 
 /** The user's addresses, newest first. */
 export async function listAddresses(
@@ -22,9 +23,11 @@ export async function listAddresses(
 
 export function addressQueries(deps: AppDeps): Router {
   const router = new Router();
-  // 32. GET /api/v1/nav/addreses (spelling as in the interface document)
+  // 32. GET /api/v1/nav/addreses (spelling as in the interface document): "all addresses of the current
+  // user", so without `limit` the whole list (a user keeps at most MAX_ADDRESSES), as POST answers it; the
+  // usual default of 50 hid the oldest, often the default address.
   router.get('/api/v1/nav/addreses', authenticated(), async (ctx) => {
-    const { limit, offset } = paging(ctx.query);
+    const { limit = MAX_ADDRESSES, offset = 0 } = decode(Paging, ctx.query, 'query');
     ctx.body = await listAddresses(deps.db, currentPrincipal(ctx).userId, limit, offset);
   });
   return router;

@@ -200,6 +200,18 @@ describe('saved addresses (endpoints 32, 33)', () => {
     expect(bad.body.detail[0].loc).toEqual(['query', 'limit']);
   });
 
+  it('lists all addresses without a limit, the first (default) one too, as POST does', async () => {
+    const u = newUser();
+    let created: { name: string; isDefault: boolean }[] = [];
+    for (let i = 0; i < 55; i++)
+      created = (await t.request('POST', PATH, { token: u.token, body: { ...home, name: `A${i}` } })).body;
+    expect(created).toHaveLength(55);
+    const list = await t.request('GET', PATH, { token: u.token });
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual(created);
+    expect(list.body.at(-1)).toMatchObject({ name: 'A0', isDefault: true });
+  });
+
   it('carries request ids and answers unknown routes and methods in the error shape', async () => {
     const res = await t.request('GET', '/api/v1/nope', { headers: { 'X-Request-Id': 'trace-123' } });
     expect(res.status).toBe(404);
