@@ -33,6 +33,10 @@ export function createApp(deps: AppDeps): Koa {
   app.use(
     bodyParser({
       enableTypes: ['json'],
+      // Every JSON type requireJsonBody lets through: the parser's own list knows only a few `+json` types,
+      // and handed any other (application/merge-patch+json, application/vnd.x+json) to the routes as `{}`,
+      // so its fields were silently dropped (a profile upsert answered 200 and changed nothing).
+      detectJSON: (ctx) => Boolean(ctx.is('+json')),
       jsonStrict: false, // a JSON null or number is then a 422 from the codecs, not a misleading 400
       jsonLimit: JSON_LIMIT,
       encoding: 'utf-8',
@@ -40,6 +44,13 @@ export function createApp(deps: AppDeps): Koa {
         const e = err as { status?: number; type?: string };
         if (e.status === 413 || e.type === 'entity.too.large')
           throw new HttpError(413, 'payload_too_large', `the JSON body is larger than ${JSON_LIMIT}`);
+        // A Content-Encoding the parser cannot undo (it takes identity, gzip, deflate and br).
+        if (e.status === 415)
+          throw new HttpError(
+            415,
+            'unsupported_media_type',
+            'the body is sent in a Content-Encoding the service does not read (use identity, gzip, deflate or br)',
+          );
         throw new HttpError(400, 'bad_request', 'the body is not valid JSON');
       },
     }),

@@ -148,3 +148,35 @@ describe('public reads: no token is fine, a token that is sent must be valid', (
     expect(res.body).toEqual({ error: 'unauthorized', message: expect.any(String), code: 401 });
   });
 });
+
+describe('a JSON body is read under every JSON media type the service accepts', () => {
+  it('reads a body labelled application/<x>+json instead of dropping it', async () => {
+    const client = await m.client();
+    // A structured-syntax +json type passes the JSON-only rule: its fields must take effect, not vanish.
+    const upsert = await t.request('PUT', `/api/v1/users/${client.id}`, {
+      token: m.service(),
+      body: { firstName: 'Renamed' },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    expect(upsert.status).toBe(200);
+    expect(upsert.body.firstName).toBe('Renamed');
+    const address = await t.request('POST', '/api/v1/nav/addreses', {
+      token: client.token,
+      body: { lat: 1, lng: 2, name: 'Home', address: 'Main St 1' },
+      headers: { 'content-type': 'application/vnd.example+json; charset=utf-8' },
+    });
+    expect(address.status).toBe(200);
+    expect(address.body[0]).toMatchObject({ name: 'Home', lat: 1, lng: 2 });
+  });
+
+  it('answers a Content-Encoding it cannot decode with 415, not as malformed JSON', async () => {
+    const client = await m.client();
+    const res = await t.request('POST', '/api/v1/nav/addreses', {
+      token: client.token,
+      body: { lat: 1, lng: 2, name: 'Home', address: 'Main St 1' },
+      headers: { 'content-encoding': 'x-unknown' },
+    });
+    expect(res.status).toBe(415);
+    expect(res.body).toEqual({ error: 'unsupported_media_type', message: expect.any(String), code: 415 });
+  });
+});
