@@ -19,7 +19,9 @@ const SYSTEM_REASONS: Readonly<Record<string, string>> = {
   payment_canceled: 'the payment was canceled or not made in time',
   payment_deleted: 'the payment was withdrawn',
 };
-const reasonLine = (reason: string) => `Reason: ${SYSTEM_REASONS[reason] ?? reason}`;
+// Own keys only: a person's reason such as "constructor" must not find what every object inherits.
+const reasonLine = (reason: string) =>
+  `Reason: ${Object.hasOwn(SYSTEM_REASONS, reason) ? SYSTEM_REASONS[reason] : reason}`;
 
 /** Subject and body of each template; plain text first, the HTML part says the same. */
 export function renderEmail(f: EmailFacts): RenderedEmail {

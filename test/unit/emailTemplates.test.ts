@@ -19,5 +19,8 @@ describe('e-mail templates', () => {
     expect(canceled('payment_canceled').text).not.toContain('payment_canceled');
     expect(canceled('ill, sorry').text).toContain('Reason: ill, sorry');
     expect(canceled('ill, sorry').html).toContain('<p>Reason: ill, sorry</p>');
+    // A person's reason that happens to name a property every object has is still shown as written.
+    for (const reason of ['constructor', 'toString', '__proto__', 'hasOwnProperty'])
+      expect(canceled(reason).text).toContain(`Reason: ${reason}\n`);
   });
 });
