@@ -21,7 +21,8 @@ interface Fold {
 /**
  * Every stream kind the write side appends to, by name prefix, with the decider whose `evolve` folds it.
  * `bookings-of-<clientId>` has no decider (a list the booking appends to); its fold is the list as
- * commands/booking/lookups.ts reads it. A longer prefix wins (`bookings-of-` over `booking-`).
+ * commands/booking/lookups.ts reads it (one entry per group with all its sessions, in listing order).
+ * A longer prefix wins (`bookings-of-` over `booking-`).
  */
 export const STREAM_KINDS: { prefix: string; kind: string; fold: Fold }[] = [
   { prefix: 'service-', kind: 'service', fold: service },
@@ -32,8 +33,18 @@ export const STREAM_KINDS: { prefix: string; kind: string; fold: Fold }[] = [
     kind: 'client-bookings',
     fold: {
       initialState: () => ({ bookings: [] as BookingListed['data'][] }),
+      // One entry per group, the first listing's; a package's sessions booked later are listed again under
+      // its group and join that entry (as `clientBookings` merges them), a repeat after a crash adds nothing.
       evolve: (s: { bookings: BookingListed['data'][] }, e: BookingListed) =>
-        s.bookings.some((b) => b.groupId === e.data.groupId) ? s : { bookings: [...s.bookings, e.data] },
+        s.bookings.some((b) => b.groupId === e.data.groupId)
+          ? {
+              bookings: s.bookings.map((b) =>
+                b.groupId === e.data.groupId
+                  ? { ...b, sessionIds: [...new Set([...b.sessionIds, ...e.data.sessionIds])] }
+                  : b,
+              ),
+            }
+          : { bookings: [...s.bookings, e.data] },
     },
   },
   { prefix: 'payment-', kind: 'payment', fold: paymentDecider },

@@ -94,6 +94,26 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
     expect([early.status, early.body.events, early.body.state]).toEqual([200, [], null]);
   });
 
+  it("shows a package booked in steps as one entry of the client's list, with all its sessions", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 60, expiresInDays: 30 });
+    const client = await m.client();
+    const book = (body: Record<string, unknown>) =>
+      t.request('POST', `/api/v1/service/${serviceId}`, { token: client.token, body });
+    const first = await book({ slots: ['2026-12-02T12:00:00'] });
+    expect(first.status).toBe(200);
+    const { groupId } = first.body[0];
+    const second = await book({ slots: ['2026-12-03T12:00:00'], packageId: groupId });
+    expect(second.status).toBe(200);
+    await settled();
+    // As the write side reads the list (commands/booking/lookups.ts): the later session joins its package's
+    // entry. Before, the audit kept the first listing alone and the later session was missing.
+    const list = await audit(`/api/v1/audit/streams/bookings-of-${client.id}`);
+    expect(list.body.state.bookings).toEqual([
+      expect.objectContaining({ groupId, sessionIds: [first.body[0].id, second.body[0].id] }),
+    ]);
+  });
+
   it('is for auditors and admins only, and says what is wrong with a request', async () => {
     const path = `/api/v1/audit/streams/payment-${w.session.paymentId}`;
     expect((await t.request('GET', path)).status).toBe(401);
