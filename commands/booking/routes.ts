@@ -299,10 +299,10 @@ export function bookingCommands(deps: AppDeps): Router {
     ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);
   };
 
-  router.post('/api/v1/session/:session_id/approve', authenticated(), (ctx) =>
+  router.post('/api/v1/session/:session_id/approve', authenticated(), idempotent(deps), (ctx) =>
     lifecycle(ctx, (sessionId, by, now) => ({ type: 'Approve', sessionId, by, now })),
   );
-  router.post('/api/v1/session/:session_id/decline', authenticated(), (ctx) => {
+  router.post('/api/v1/session/:session_id/decline', authenticated(), idempotent(deps), (ctx) => {
     const body = decode(ReasonBody, ctx.request.body ?? {}, 'body');
     return lifecycle(ctx, (sessionId, by, now) => ({
       type: 'Decline',
@@ -312,7 +312,7 @@ export function bookingCommands(deps: AppDeps): Router {
       now,
     }));
   });
-  router.post('/api/v1/session/:session_id/cancel', authenticated(), (ctx) => {
+  router.post('/api/v1/session/:session_id/cancel', authenticated(), idempotent(deps), (ctx) => {
     const body = decode(ReasonBody, ctx.request.body ?? {}, 'body');
     return lifecycle(ctx, (sessionId, by, now) => ({
       type: 'Cancel',
@@ -322,10 +322,10 @@ export function bookingCommands(deps: AppDeps): Router {
       now,
     }));
   });
-  router.post('/api/v1/session/:session_id/complete', authenticated(), (ctx) =>
+  router.post('/api/v1/session/:session_id/complete', authenticated(), idempotent(deps), (ctx) =>
     lifecycle(ctx, (sessionId, by, now) => ({ type: 'Complete', sessionId, by, now })),
   );
-  router.post('/api/v1/session/:session_id/dispute', authenticated(), (ctx) => {
+  router.post('/api/v1/session/:session_id/dispute', authenticated(), idempotent(deps), (ctx) => {
     const body = decode(DisputeBody, ctx.request.body, 'body');
     return lifecycle(ctx, (sessionId, by, now) => ({
       type: 'Dispute',
@@ -335,7 +335,7 @@ export function bookingCommands(deps: AppDeps): Router {
       now,
     }));
   });
-  router.post('/api/v1/session/:session_id/review', authenticated(), (ctx) => {
+  router.post('/api/v1/session/:session_id/review', authenticated(), idempotent(deps), (ctx) => {
     const body = decode(ReviewBody, ctx.request.body, 'body');
     return lifecycle(ctx, (sessionId, by, now) => ({
       type: 'Review',

@@ -112,6 +112,33 @@ describe('session lifecycle', () => {
     expect((await act(client.token, session.id, 'dispute', {})).status).toBe(422);
   });
 
+  it('replays a lifecycle action retried with its Idempotency-Key instead of refusing it as done', async () => {
+    const { coach, client, serviceId, session } = await booked();
+    const keyed = (token: string, action: string, key: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${session.id}/${action}`, {
+        token,
+        body,
+        headers: { 'Idempotency-Key': key },
+      });
+    const approved = await keyed(coach.token, 'approve', 'approve-1');
+    expect(approved.status).toBe(200);
+    const again = await keyed(coach.token, 'approve', 'approve-1');
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(approved.body);
+
+    const canceled = await keyed(client.token, 'cancel', 'cancel-1', { reason: 'moving' });
+    expect(canceled.body.state).toBe('canceled');
+    const retried = await keyed(client.token, 'cancel', 'cancel-1', { reason: 'moving' });
+    expect([retried.status, retried.body.state]).toEqual([200, 'canceled']);
+    expect((await keyed(client.token, 'cancel', 'cancel-1', { reason: 'other' })).body.error).toBe(
+      'idempotency_key_reused',
+    );
+    // Without a key a repeat is still a refused move.
+    expect((await act(client.token, session.id, 'cancel')).body.error).toBe('invalid_transition');
+    expect(await freeSlots(serviceId)).toContain(SLOT);
+  });
+
   it('hides a session from anyone but its parties and enforces who may do what', async () => {
     const { coach, client, session } = await booked();
     const stranger = await m.client();
