@@ -10,6 +10,11 @@ export interface SessionView {
   /** The local label the client booked, in the booking's zone. */
   slot: string;
   reviewed: boolean;
+  /**
+   * A package's session booked later: its own terms (the place, travel and notes of its request; price and
+   * expiry are the package's). Absent for the sessions of the booking's first SessionsBooked (`Booking.terms`).
+   */
+  terms?: BookingTerms;
 }
 
 export interface Booking {
@@ -79,15 +84,24 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
     switch (event.type) {
       case 'SessionsBooked': {
         const d = event.data;
+        const later = !!state.groupId;
         const booked = d.sessions.map(
           (s) =>
             [
               s.sessionId,
-              { state: 'new', startsAt: s.startsAt, endsAt: s.endsAt, slot: s.slot, reviewed: false },
+              {
+                state: 'new',
+                startsAt: s.startsAt,
+                endsAt: s.endsAt,
+                slot: s.slot,
+                reviewed: false,
+                ...(later ? { terms: d.terms } : {}),
+              },
             ] as const,
         );
-        // A package's sessions booked later join the booking; its terms stay those it was bought with.
-        if (state.groupId) return { ...state, sessions: new Map([...state.sessions, ...booked]) };
+        // A package's sessions booked later join the booking, each with the terms it was booked on (its own
+        // place and notes); the booking's terms stay those it was bought with.
+        if (later) return { ...state, sessions: new Map([...state.sessions, ...booked]) };
         return {
           groupId: d.groupId,
           coachId: d.coachId,

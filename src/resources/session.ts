@@ -79,7 +79,7 @@ export function sessionRecordOf(b: Booking, sessionId: string, paymentState: str
     endsAt: s.endsAt,
     slot: s.slot,
     timezone: b.timezone,
-    terms: b.terms,
+    terms: s.terms ?? b.terms,
     bookedAt: b.bookedAt,
     reviewed: s.reviewed,
   };

@@ -129,6 +129,31 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(sessions.filter((s) => s.groupId === first.groupId)).toHaveLength(4);
   });
 
+  it('answers a later session of the package with its own place and notes, as GET shows it', async () => {
+    const { coach, client, serviceId } = await packageOf();
+    const first = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      address: 'Court 1, Main St',
+      orderDescription: 'first lesson',
+    });
+    const later = await book(client.token, serviceId, {
+      slots: ['2026-12-04T10:00:00'],
+      packageId: first.body[0].groupId,
+      address: 'Beach court 7',
+      position: { lat: 52.52, lng: 13.4 },
+      orderDescription: 'serve practice',
+    });
+    expect(later.status).toBe(200);
+    const id = later.body[0].id;
+    const place = (s: Record<string, unknown>) => [s.clientAddress, s.clientLocation, s.orderDescription];
+    expect(place(later.body[0])).toEqual(['Beach court 7', { lat: 52.52, lng: 13.4 }, 'serve practice']);
+    const approved = await t.request('POST', `/api/v1/session/${id}/approve`, { token: coach.token });
+    expect(approved.body.state).toBe('approved');
+    expect(place(approved.body)).toEqual(place(later.body[0]));
+    const read = await t.request('GET', `/api/v1/session/${id}`, { token: client.token });
+    expect(read.body).toEqual(approved.body);
+  });
+
   it("only the package's client, for its service, while its payment is open", async () => {
     const { coach, client, serviceId, first } = await packageOf();
     const stranger = await m.client();
