@@ -15,9 +15,11 @@ const parsePosition = (s: string): Position => {
   const [c, p = c] = s.split('/') as [string, string?];
   return { commit: BigInt(c), prepare: BigInt(p!) };
 };
+/** The largest log position there is: positions are signed 64-bit numbers on every store. */
+const MAX_POSITION = 2n ** 63n - 1n;
 const PositionText = refine(
   t.string,
-  (s) => /^\d{1,20}(\/\d{1,20})?$/.test(s),
+  (s) => /^\d{1,20}(\/\d{1,20})?$/.test(s) && s.split('/').every((n) => BigInt(n) <= MAX_POSITION),
   'position',
   'Input should be a log position as answered by the export, e.g. 1234',
 );

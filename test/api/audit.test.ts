@@ -242,6 +242,14 @@ describe('history export: GET /api/v1/audit/events', () => {
       events.slice(events.indexOf(mid) + 1).map((e) => e.eventId),
     );
 
+    // A position past what a log position can be (a signed 64-bit number) is a malformed request, not a
+    // connection cut mid-answer after a 200 (the store refused the number once the answer had started).
+    for (const after of ['99999999999999999999', '1/9223372036854775808']) {
+      const beyond = await t.request('GET', `/api/v1/audit/events?after=${after}`, { token: auditor });
+      expect([after, beyond.status, beyond.body.detail?.[0]?.loc]).toEqual([after, 422, ['query', 'after']]);
+    }
+    expect((await get('after=9223372036854775807')).length).toBe(0);
+
     expect((await t.request('GET', '/api/v1/audit/events')).status).toBe(401);
     expect((await t.request('GET', '/api/v1/audit/events', { token: w.coach.token })).status).toBe(403);
   });
