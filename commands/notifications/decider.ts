@@ -46,6 +46,32 @@ const notFound = (ids: string[]) =>
 
 const unique = (ids: string[]) => [...new Set(ids.map((i) => i.toLowerCase()))];
 
+/**
+ * The form in which channel addresses are compared (and stored since): a webhook URL as the WHATWG parser
+ * writes it (scheme and host lower-case, default port dropped, `/` for an empty path) without its fragment,
+ * which is never sent; an e-mail address lower-case. Two spellings of one URL are one channel, not two
+ * that each get every notification, signed with different secrets.
+ */
+export function channelAddressKey(type: ChannelType, address: string): string {
+  if (type === 'email') return address.toLowerCase();
+  if (type === 'webhook') {
+    try {
+      const u = new URL(address);
+      u.hash = '';
+      return u.href;
+    } catch {
+      return address;
+    }
+  }
+  return address;
+}
+
+/** The user's channel of this type at this address (in any spelling of it), if registered. */
+export const findChannel = (state: Inbox, type: ChannelType, address: string): Channel | undefined => {
+  const key = channelAddressKey(type, address);
+  return state.channels.find((c) => c.type === type && channelAddressKey(c.type, c.address) === key);
+};
+
 export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
   initialState: () => ({ notifications: PersistentMap.empty(), causes: PersistentSet.empty(), channels: [] }),
 
@@ -121,10 +147,7 @@ export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
         ]);
       }
       case 'RegisterChannel': {
-        const same = state.channels.find(
-          (c) => c.type === command.channelType && c.address === command.address,
-        );
-        if (same) return right([]);
+        if (findChannel(state, command.channelType, command.address)) return right([]);
         if (state.channels.length >= 20)
           return left({ code: 'channel_limit_reached', message: 'a user keeps at most 20 channels' });
         return right([

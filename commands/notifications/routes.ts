@@ -8,7 +8,7 @@ import { decode } from '../../src/http/validation';
 import { toNotificationOut } from '../../src/resources/notification';
 import { ChannelBody, MarkReadBody, NotificationEventBody, channelAddressProblem } from './codecs';
 import { channelSecret } from '../../src/webhooks/signing';
-import { inbox } from './decider';
+import { channelAddressKey, findChannel, inbox } from './decider';
 import { notificationStream } from './events';
 
 export function notificationCommands(deps: AppDeps): Router {
@@ -55,7 +55,8 @@ export function notificationCommands(deps: AppDeps): Router {
   // 27. The caller registers a delivery channel; the same type and address again answers the same channel.
   router.post('/api/v1/notification/channel', authenticated(), idempotent(deps), async (ctx) => {
     const body = decode(ChannelBody, ctx.request.body, 'body');
-    const address = body.type === 'email' ? body.address.trim().toLowerCase() : body.address.trim();
+    // Stored in the form addresses are compared in (an e-mail lower-case, a URL in its normal form).
+    const address = channelAddressKey(body.type, body.address.trim());
     const problem = channelAddressProblem(body.type, address, deps.config.webhooks.allowLoopback);
     if (problem) throw new ValidationError([{ loc: ['body', 'address'], msg: problem, type: 'value_error' }]);
     const signingKey = deps.config.webhooks.signingKey;
@@ -81,7 +82,7 @@ export function notificationCommands(deps: AppDeps): Router {
       },
       [],
     );
-    const channel = state.channels.find((c) => c.type === body.type && c.address === address)!;
+    const channel = findChannel(state, body.type, address)!;
     // A new webhook's signing secret is shown here, once; registering the same URL again does not repeat it.
     const secret =
       channel.type === 'webhook' && events.length && signingKey !== null

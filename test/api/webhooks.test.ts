@@ -68,6 +68,13 @@ describe('webhook channels (27)', () => {
     const again = await registerHook(client.token, path);
     expect(again).toEqual({ ...first, secret: undefined });
     expect('secret' in again).toBe(false);
+    // The same URL spelled otherwise (scheme case, a fragment, which is never sent) is the same channel:
+    // a second one would get every notification again, signed with another secret.
+    const respelled = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: `${receiver.url(path).replace(/^http/, 'HTTP')}#top` },
+    });
+    expect(respelled.body).toEqual({ ...first, secret: undefined });
     const other = await registerHook(client.token, `${path}/other`);
     expect(other.secret).not.toBe(first.secret);
     const bad = await t.request('POST', '/api/v1/notification/channel', {

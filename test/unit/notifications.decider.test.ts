@@ -118,6 +118,25 @@ describe('inbox decider', () => {
       right: [],
     });
   });
+
+  it('knows a webhook URL again in another spelling of it (scheme and host case, default port, fragment)', () => {
+    const cmd: NotificationCommand = {
+      type: 'RegisterChannel',
+      userId,
+      channelId: 'c1',
+      channelType: 'webhook',
+      // As an earlier version stored it: the address as the user wrote it.
+      address: 'HTTPS://Example.COM:443/hook#top',
+      now: NOW,
+    };
+    const first = given([], cmd);
+    const registered = isRight(first) ? first.right : [];
+    for (const address of ['https://example.com/hook', 'https://EXAMPLE.com/hook#other'])
+      expect(given(registered, { ...cmd, channelId: 'c2', address })).toEqual({ _tag: 'Right', right: [] });
+    // Another path is another channel (paths are case-sensitive).
+    const other = given(registered, { ...cmd, channelId: 'c3', address: 'https://example.com/Hook' });
+    expect(isRight(other) && other.right).toHaveLength(1);
+  });
 });
 
 describe('e-mail request decider', () => {
