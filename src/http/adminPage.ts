@@ -41,7 +41,8 @@ export function adminAssetRoutes(): Router {
   const router = new Router();
   router.get('/admin/assets/:asset', (ctx) => {
     const asset = ctx.params.asset ?? '';
-    const type = ASSETS[asset];
+    // Own names only: `constructor` or `__proto__` would find Object's, and stream a file that is not there.
+    const type = Object.hasOwn(ASSETS, asset) ? ASSETS[asset] : undefined;
     if (!type) throw notFound('not_found', `no such asset: ${asset}`);
     ctx.type = type;
     ctx.set('Cache-Control', 'no-cache');

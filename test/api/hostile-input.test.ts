@@ -99,6 +99,20 @@ describe('transport', () => {
   });
 });
 
+describe("static files (Swagger UI, the operators' page)", () => {
+  it('answers an asset named like a property every object has with 404, not a dropped connection', async () => {
+    for (const dir of ['/docs', '/admin/assets'])
+      for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+        const res = await fetch(`${t.baseUrl}${dir}/${name}`).catch((e: unknown) => e as Error);
+        const answer = res instanceof Response ? { status: res.status, body: await res.json() } : String(res);
+        expect({ path: `${dir}/${name}`, answer }).toEqual({
+          path: `${dir}/${name}`,
+          answer: { status: 404, body: { error: 'not_found', message: expect.any(String), code: 404 } },
+        });
+      }
+  });
+});
+
 describe('free-form JSON and text', () => {
   it('refuses a 40,000-deep checkout, a 9-deep one and a 17 kB one at body.checkout', async () => {
     const url = `/api/v1/payment/private/payment/${randomUUID()}/update`;
