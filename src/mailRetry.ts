@@ -59,7 +59,11 @@ export function createMailRetry(
     let sent = 0;
     for (const row of due.rows) {
       if (!owner()) break; // lost the lease: the new owner sends the rest
-      const metadata = { causationId: row.cause_event_id, correlationId: row.cause_event_id };
+      // In the cause's correlation, as the first attempt was (the ledger's first event carries it): an
+      // auditor's chain of the cause then shows the retried sending among its effects.
+      const first = (await deps.store.readStream(row.stream)).events[0];
+      const correlationId = first?.metadata.correlationId ?? row.cause_event_id;
+      const metadata = { causationId: row.cause_event_id, correlationId };
       // Skipped when sent, re-claimed or not due after all: the ledger says so.
       if ((await ledger.retry(row.stream, metadata)) === 'sent') sent++;
     }

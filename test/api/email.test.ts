@@ -162,6 +162,22 @@ describe('e-mail over real SMTP', () => {
     expect(smtp.rejectionsLeft()).toBe(0); // the first attempt was refused
     await silence();
     expect(to(emailOf(client.id))).toHaveLength(2);
+    // An auditor finds the retried sending among the approval's effects, in the approval's correlation.
+    const approval = (await t.system.deps.store.readStream(`booking-${session.groupId}`)).events.find(
+      (e) => e.type === 'SessionApproved',
+    )!;
+    const chain = await t.request('GET', `/api/v1/audit/events/${approval.id}/chain`, {
+      token: t.token(randomUUID(), ['auditor']),
+    });
+    expect(chain.status).toBe(200);
+    const toClient = deliveryStream(approval.id, client.id);
+    const ledger = (await t.system.deps.store.readStream(toClient)).events;
+    expect(ledger.map((e) => e.type)).toContain('DeliverySent');
+    expect(
+      chain.body.effects
+        .filter((e: { stream: string }) => e.stream === toClient)
+        .map((e: { type: string }) => e.type),
+    ).toEqual(ledger.map((e) => e.type));
 
     const other = await booked();
     await mailsTo(emailOf(other.client.id), 1);
