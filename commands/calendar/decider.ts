@@ -305,10 +305,12 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
               maxGroupSize: rules.maxGroupSize,
               timezone: schedule.timezone,
               sessions: held,
-              // A package's later sessions keep its terms (price, payment, expiry); the place is this order's.
+              // A package's later sessions keep its terms (price, payment, expiry); the place is this order's,
+              // and the length is the service's as held now (the coach may have changed it since).
               terms: pkg
                 ? {
                     ...pkg.terms,
+                    minutesDuration: rules.minutesDuration,
                     addressId: command.order.addressId,
                     clientAddress: command.order.clientAddress,
                     clientLocation: command.order.clientLocation,

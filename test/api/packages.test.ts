@@ -154,6 +154,25 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(read.body).toEqual(approved.body);
   });
 
+  it('a later session held at the length the service has now says that length (minutesDuration)', async () => {
+    const { coach, client, serviceId, first } = await packageOf();
+    const longer = await t.request('PUT', `/api/v1/coach/services/${serviceId}`, {
+      token: coach.token,
+      body: { sessionMinutesDuration: 90, price: 300 },
+    });
+    expect(longer.status).toBe(200);
+    const later = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:30:00'],
+      packageId: first.groupId,
+    });
+    expect(later.status).toBe(200);
+    const s = later.body[0];
+    const held = (Date.parse(s.endsAt) - Date.parse(s.startsAt)) / 60_000;
+    expect([held, s.minutesDuration, s.price]).toEqual([90, 90, 30]); // the package's price, as bought
+    const read = await t.request('GET', `/api/v1/session/${s.id}`, { token: client.token });
+    expect(read.body.minutesDuration).toBe(90);
+  });
+
   it("only the package's client, for its service, while its payment is open", async () => {
     const { coach, client, serviceId, first } = await packageOf();
     const stranger = await m.client();
