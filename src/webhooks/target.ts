@@ -66,7 +66,10 @@ export function webhookUrlProblem(url: string, allowLoopback: boolean): string |
     return 'Input should be an https URL';
   if (u.username || u.password) return 'The URL must not carry credentials';
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (!allowLoopback && (host === 'localhost' || (net.isIP(host) && !isPublicAddress(host))))
+  // localhost, written fully qualified (a final dot) or not, and every name under it (RFC 6761: loopback).
+  const name = host.replace(/\.$/, '');
+  const local = name === 'localhost' || name.endsWith('.localhost');
+  if (!allowLoopback && (local || (net.isIP(host) && !isPublicAddress(host))))
     return 'The URL must point to a public address';
   return null;
 }

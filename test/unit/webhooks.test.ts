@@ -16,6 +16,8 @@ describe('webhook URL policy', () => {
       'ftp://hooks.example.com/x',
       'not a url',
       'https://localhost/x',
+      'https://localhost./x', // the same name, fully qualified
+      'https://hooks.localhost/x', // every name under localhost is loopback (RFC 6761)
       'https://127.0.0.1/x',
       'https://10.1.2.3/x',
       'https://172.20.0.1/x',
