@@ -160,6 +160,22 @@ export const CalendarDate = describeSchema(
   { type: 'string', format: 'date' },
 );
 
+/**
+ * A query string's '+' is a space once decoded (form encoding), so `?at=2026-03-03T15:00:00+01:00` typed as
+ * is arrives with ' 01:00' for its offset: read that space back as the '+' it was.
+ */
+const plusOfOffset = new t.Type<string, string, unknown>(
+  'string',
+  t.string.is,
+  (u, c) => {
+    const r = t.string.validate(u, c);
+    if (isLeft(r)) return r;
+    return t.success(
+      r.right.replace(/^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?) (\d{2}:?\d{2})$/, '$1+$2'),
+    );
+  },
+  t.identity,
+);
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 /**
  * An ISO 8601 instant with a zone, on a real calendar day: `at` of the audit queries. A day that does not
@@ -167,7 +183,7 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\
  */
 export const IsoInstant = describeSchema(
   refine(
-    t.string,
+    plusOfOffset,
     (s) => ISO_INSTANT.test(s) && isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)),
     'iso_instant',
     'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',

@@ -330,6 +330,14 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       revision: 1,
       lastChange: { at: '2026-03-03T13:45:00.000Z', reason: 'provider', actor: { role: 'service' } },
     });
+    // The same instant in another zone, typed into the URL as is: its '+' arrives as a space (form
+    // encoding) and is read back as the offset's sign; before, this was 422 for a valid instant.
+    const zoned = await t.request('GET', `${path}?at=2026-03-03T15:00:00+01:00`, { token: auditor });
+    expect([zoned.status, zoned.body.at, zoned.body.stateAt]).toEqual([
+      200,
+      '2026-03-03T14:00:00.000Z',
+      res.body.stateAt,
+    ]);
     const before = await t.request('GET', `${path}?at=2026-03-03T13:00:00Z`, { token: auditor });
     expect(before.body.stateAt).toBeNull();
     const latest = await t.request('GET', path, { token: t.token(randomUUID(), ['admin']) });
