@@ -11,6 +11,11 @@ export type Role = (typeof ROLES)[number];
 export interface Principal {
   userId: string;
   roles: Role[];
+  /**
+   * The role the route's guard admitted the caller under (the first of the token's roles the route takes),
+   * recorded as the events' `actor.role`; unset on routes any authenticated caller may use.
+   */
+  acting?: Role;
 }
 
 /** koa-jwt checks the bearer token; it is `passthrough` so routes decide whether a token is needed. */
@@ -114,8 +119,9 @@ const GUARD = Symbol('guard');
 export function requireRole(...roles: Role[]): Middleware {
   const guard: Middleware = async (ctx, next) => {
     const p = principal(ctx);
-    if (roles.length && !p.roles.some((r) => roles.includes(r))) throw forbidden();
-    ctx.state.principal = p;
+    const acting = roles.length ? p.roles.find((r) => roles.includes(r)) : undefined;
+    if (roles.length && !acting) throw forbidden();
+    ctx.state.principal = acting ? { ...p, acting } : p;
     await next();
   };
   // Tagged so the roles a route admits can be read off its middleware stack (test/api/bad-input.test.ts

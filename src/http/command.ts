@@ -22,7 +22,8 @@ export function metadataOf(ctx: Context): EventMetadata {
   return {
     requestId,
     correlationId: /^[\w-]{1,100}$/.test(correlation) ? correlation : requestId,
-    ...(p ? { actor: { userId: p.userId, role: p.roles[0] ?? 'user' } } : {}),
+    // The role the request acts in: a token holding auditor and admin approves a service as admin.
+    ...(p ? { actor: { userId: p.userId, role: p.acting ?? p.roles[0] ?? 'user' } } : {}),
     // A keyed request's events are found again by a run of it after a crash (see src/http/idempotency.ts).
     ...(typeof ctx.state.idempotencyTag === 'string' ? { idempotencyTag: ctx.state.idempotencyTag } : {}),
   };

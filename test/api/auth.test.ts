@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { signToken } from '../../src/http/auth';
+import { marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /** RS256: tokens from an identity provider, checked with JWT_PUBLIC_KEY; HS256 tokens are then refused. */
@@ -67,5 +68,52 @@ describe('a token verified before', () => {
     expect((await t.request('GET', '/api/v1/nav/addreses', { token })).status).toBe(200);
     const tampered = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
     expect((await t.request('GET', '/api/v1/nav/addreses', { token: tampered })).status).toBe(401);
+  });
+});
+
+/** The audit trail's `actor.role` is the role the route admitted the caller under, not the token's first. */
+describe('the role recorded with an event', () => {
+  let t: TestSystem;
+  let m: ReturnType<typeof marketplace>;
+  beforeAll(async () => {
+    t = await startTestSystem({ clock: () => new Date('2026-12-01T08:00:00Z') });
+    m = marketplace(t);
+  });
+  afterAll(() => t.close());
+
+  const lastActor = async (stream: string) => {
+    const res = await t.request('GET', `/api/v1/audit/streams/${stream}`, {
+      token: t.token(randomUUID(), ['auditor']),
+    });
+    expect(res.status).toBe(200);
+    return res.body.events.at(-1).metadata.actor;
+  };
+
+  it('is admin for an approval by a token holding auditor and admin', async () => {
+    const coach = await m.coach();
+    const created = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: { name: 'Yoga', price: 10, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+    });
+    const admin = randomUUID();
+    const approved = await t.request('POST', `/api/v1/admin/services/${created.body.id}/approve`, {
+      token: t.token(admin, ['auditor', 'admin']),
+    });
+    expect(approved.status).toBe(200);
+    expect(await lastActor(`service-${created.body.id}`)).toEqual({ userId: admin, role: 'admin' });
+  });
+
+  it('is client for a booking by a token holding coach and client', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const other = await m.coach();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: t.token(other.id, ['coach', 'client']),
+      body: { slots: ['2026-12-02T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    // The hold on the coach's calendar is written by the request itself (the payment may be the booking
+    // process's, on EventStoreDB).
+    expect(await lastActor(`calendar-${coach.id}`)).toEqual({ userId: other.id, role: 'client' });
   });
 });
