@@ -31,7 +31,7 @@ export function deliveryCommands(deps: AppDeps): Router {
       throw notFound('email_delivery_not_found', 'no such e-mail');
     const ledger = deliveries({ ...deps, leaseMs: deps.config.mailLeaseMs });
     const metadata = metadataOf(ctx);
-    if (!(await ledger.requeue(id, currentPrincipal(ctx).userId)))
+    if (!(await ledger.requeue(id, currentPrincipal(ctx).userId, metadata)))
       throw conflict('delivery_not_failed', 'only a failed e-mail can be retried');
     await ledger.retry(id, metadata); // in a sending slot, like every other send
     await deps.runner.waitFor(await deps.store.headPosition(), deps.config.consistencyWaitMs, [

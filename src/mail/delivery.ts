@@ -170,9 +170,9 @@ export function deliveries(deps: DeliveryDeps) {
       ),
     /** A due retry or the takeover of a claim whose lease ran out. */
     retry: (stream: string, metadata: EventMetadata) => claimAndSend(stream, undefined, metadata),
-    /** An operator's "try again" for a failed delivery. */
-    async requeue(stream: string, by: string): Promise<boolean> {
-      const outcome = await run(stream, { type: 'Requeue', now: clock().toISOString(), by }, {});
+    /** An operator's "try again" for a failed delivery, recorded with the operator's request metadata. */
+    async requeue(stream: string, by: string, metadata: EventMetadata): Promise<boolean> {
+      const outcome = await run(stream, { type: 'Requeue', now: clock().toISOString(), by }, metadata);
       return outcome?.ok === true;
     },
   };

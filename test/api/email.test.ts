@@ -199,6 +199,28 @@ describe('e-mail over real SMTP', () => {
       5000,
     );
     expect(row).toEqual({ status: 'failed', template: 'decline' });
+    // The operator's "try again" is recorded as the operator's, in the request's correlation, like the
+    // sending it starts; before, the requeue carried no metadata at all (no actor for an auditor).
+    const declined = (await t.system.deps.store.readStream(`booking-${other.session.groupId}`)).events.find(
+      (e) => e.type === 'SessionDeclined',
+    )!;
+    const operator = randomUUID();
+    const retried = await t.request(
+      'POST',
+      `/api/v1/admin/emails/${deliveryStream(declined.id, other.client.id)}/retry`,
+      { token: t.token(operator, ['admin']), headers: { 'X-Correlation-Id': 'operator-retry-1' } },
+    );
+    expect(retried.status).toBe(200);
+    const after = (await t.system.deps.store.readStream(deliveryStream(declined.id, other.client.id))).events;
+    const requeued = after.find((e) => e.type === 'DeliveryRequeued')!;
+    expect(requeued.metadata).toMatchObject({
+      actor: { userId: operator, role: 'admin' },
+      correlationId: 'operator-retry-1',
+    });
+    expect(after.at(-1)).toMatchObject({
+      type: 'DeliverySent',
+      metadata: { correlationId: 'operator-retry-1' },
+    });
     // The projection keeps going: a later e-mail still goes out.
     const third = await booked();
     await mailsTo(emailOf(third.coach.id), 1);
