@@ -3,6 +3,7 @@ import type { EventStore } from './eventstore/types';
 import type { Logger } from './log';
 import { LEASES, type Leases } from './leases';
 import { deliveries } from './mail/delivery';
+import { SYSTEM_ACTOR } from './paymentExpirySweeper';
 import type { Mailer } from './mail/mailer';
 
 export { MAX_MAIL_ATTEMPTS, retryDelayMs } from '../commands/delivery/decider';
@@ -63,7 +64,7 @@ export function createMailRetry(
       // auditor's chain of the cause then shows the retried sending among its effects.
       const first = (await deps.store.readStream(row.stream)).events[0];
       const correlationId = first?.metadata.correlationId ?? row.cause_event_id;
-      const metadata = { causationId: row.cause_event_id, correlationId };
+      const metadata = { causationId: row.cause_event_id, correlationId, actor: SYSTEM_ACTOR };
       // Skipped when sent, re-claimed or not due after all: the ledger says so.
       if ((await ledger.retry(row.stream, metadata)) === 'sent') sent++;
     }

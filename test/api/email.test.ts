@@ -173,6 +173,11 @@ describe('e-mail over real SMTP', () => {
     const toClient = deliveryStream(approval.id, client.id);
     const ledger = (await t.system.deps.store.readStream(toClient)).events;
     expect(ledger.map((e) => e.type)).toContain('DeliverySent');
+    // The retry is the system's doing, and says so (before, its events had no actor).
+    expect(ledger.at(-1)!.metadata.actor).toEqual({
+      userId: '00000000-0000-0000-0000-000000000000',
+      role: 'system',
+    });
     expect(
       chain.body.effects
         .filter((e: { stream: string }) => e.stream === toClient)
