@@ -20,6 +20,7 @@ import { DEFAULT_MAIL_LEASE_MS } from '../src/config';
 import { emailDeliveriesProjection } from './emailDeliveries';
 import { notificationProcess } from './notificationProcess';
 import { notificationsProjection } from './notifications';
+import { notificationChannelsProjection } from './notificationChannels';
 import { webhookProcess } from './webhookProcess';
 import type { Database } from '../src/db/database';
 import type { Logger } from '../src/log';
@@ -53,6 +54,7 @@ export const allProjections = (ctx: {
   videosProjection,
   profileMediaProjection,
   notificationsProjection,
+  notificationChannelsProjection,
   notificationProcess(ctx.store),
   emailProcess({ ...ctx, mailLeaseMs: ctx.mailLeaseMs ?? DEFAULT_MAIL_LEASE_MS }),
   webhookProcess({ store: ctx.store, db: ctx.db, onQueued: ctx.onWebhookQueued }),

@@ -1,4 +1,8 @@
-import type { NotificationChannelRegistered, NotificationFields } from '../commands/notifications/events';
+import type {
+  NotificationChannelRegistered,
+  NotificationChannelRemoved,
+  NotificationFields,
+} from '../commands/notifications/events';
 import { notificationStream } from '../commands/notifications/events';
 import { uuidFrom } from '../commands/notifications/sessionNotices';
 import type { Database } from '../src/db/database';
@@ -20,9 +24,9 @@ export interface WebhookPayload {
 }
 
 /**
- * The user's webhook channels, each with the revision that registered it (the fold counts the stream's
- * events, so it knows every event's revision), kept between notifications instead of reading the whole
- * inbox for each one.
+ * The user's webhook channels still registered, each with the revision that registered it (the fold counts
+ * the stream's events, so it knows every event's revision), kept between notifications instead of reading
+ * the whole inbox for each one.
  */
 const webhookChannels = {
   initialState: () => ({ seen: 0n, channels: [] as { revision: bigint; channel: Channel }[] }),
@@ -33,7 +37,9 @@ const webhookChannels = {
       channels:
         e.type === 'NotificationChannelRegistered' && channel.type === 'webhook'
           ? [...s.channels, { revision: s.seen, channel }]
-          : s.channels,
+          : e.type === 'NotificationChannelRemoved'
+            ? s.channels.filter((c) => c.channel.channelId !== channel.channelId)
+            : s.channels,
     };
   },
 };
@@ -55,10 +61,24 @@ export function webhookProcess(deps: {
   return {
     name: 'webhook-process',
     lease: LEASES.webhooks,
-    handles: ['NotificationCreated'],
+    handles: ['NotificationCreated', 'NotificationChannelRemoved'],
     // Each user's notifications in order; different users' side by side.
     orderedBy: (e) => [(e.data as NotificationFields).userId],
     async react(recorded) {
+      if (recorded.type === 'NotificationChannelRemoved') {
+        // What was queued for the channel and not sent yet is dropped; an attempt already under way ends as it
+        // ends, and is neither tried again nor taken over (the dispatcher reads the mark).
+        const { channelId, at } = recorded.data as NotificationChannelRemoved['data'];
+        await deps.db.query(
+          `UPDATE webhook_deliveries SET channel_removed_at = $2,
+             status = CASE status WHEN 'pending' THEN 'failed' ELSE status END,
+             next_attempt_at = CASE status WHEN 'pending' THEN NULL ELSE next_attempt_at END,
+             last_error = CASE status WHEN 'pending' THEN 'channel removed' ELSE last_error END
+            WHERE channel_id = $1 AND status IN ('pending', 'sending')`,
+          [channelId, at],
+        );
+        return;
+      }
       const n = recorded.data as NotificationFields;
       // Only channels registered before this notification count: a fold through the event before it is
       // enough (none for a user's first notification), so a user's notifications in a row read nothing.

@@ -65,6 +65,16 @@ export function notificationQueries(deps: AppDeps): Router {
     ctx.body = rows.rows.map(out);
   });
 
+  // Added: the caller's delivery channels (27), in the order registered; a webhook's secret is never shown.
+  router.get('/api/v1/notification/channel', authenticated(), async (ctx) => {
+    const rows = await deps.db.query<{ id: string; type: string; address: string; createdAt: Date }>(
+      `SELECT id, type, address, created_at AS "createdAt" FROM notification_channels
+        WHERE user_id = $1 ORDER BY seq`,
+      [currentPrincipal(ctx).userId],
+    );
+    ctx.body = rows.rows.map((r) => ({ ...r, createdAt: iso(r.createdAt) }));
+  });
+
   // 29. Every user's notifications (admin), newest first; filters `user` and `type`.
   router.get('/manage/admin/notifications', admin, async (ctx) => {
     const { limit, offset } = paging(ctx.query);

@@ -23,6 +23,9 @@ export const ChannelBody = strict(
   'NotificationChannel',
 );
 
+/** DELETE /api/v1/notification/channel/{channel_id} */
+export const ChannelIdPath = t.type({ channel_id: Uuid });
+
 /** `allowLoopback`: WEBHOOK_ALLOW_LOOPBACK (http:// and private addresses for tests and development). */
 export function channelAddressProblem(
   type: 'email' | 'push' | 'webhook',

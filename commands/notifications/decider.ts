@@ -8,6 +8,9 @@ export interface NotificationRecord extends NotificationFields {
   deliveredAt: string | null;
 }
 
+/** Channels a user keeps at once (removing one frees its place). */
+export const MAX_CHANNELS = 20;
+
 export interface Channel {
   id: string;
   type: ChannelType;
@@ -36,7 +39,8 @@ export type NotificationCommand =
       channelType: ChannelType;
       address: string;
       now: string;
-    };
+    }
+  | { type: 'RemoveChannel'; userId: string; channelId: string; now: string };
 
 /** Every id must be one of the user's notifications; none is touched otherwise. */
 const unknownIds = (state: Inbox, ids: string[]) => ids.filter((id) => !state.notifications.has(id));
@@ -106,6 +110,8 @@ export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
         const { channelId, type, address, at } = event.data;
         return { ...state, channels: [...state.channels, { id: channelId, type, address, createdAt: at }] };
       }
+      case 'NotificationChannelRemoved':
+        return { ...state, channels: state.channels.filter((c) => c.id !== event.data.channelId) };
       default:
         return assertNever(event);
     }
@@ -148,7 +154,7 @@ export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
       }
       case 'RegisterChannel': {
         if (findChannel(state, command.channelType, command.address)) return right([]);
-        if (state.channels.length >= 20)
+        if (state.channels.length >= MAX_CHANNELS)
           return left({ code: 'channel_limit_reached', message: 'a user keeps at most 20 channels' });
         return right([
           {
@@ -160,6 +166,18 @@ export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
               address: command.address,
               at: command.now,
             },
+          },
+        ]);
+      }
+      case 'RemoveChannel': {
+        const id = command.channelId.toLowerCase();
+        // Unknown, another user's, or removed before: the same answer, so ids of others are not probed.
+        if (!state.channels.some((c) => c.id === id))
+          return left({ code: 'channel_not_found', message: 'no such channel of yours' });
+        return right([
+          {
+            type: 'NotificationChannelRemoved',
+            data: { userId: command.userId, channelId: id, at: command.now },
           },
         ]);
       }

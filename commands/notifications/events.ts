@@ -31,7 +31,17 @@ export type NotificationChannelRegistered = DomainEvent<
   { userId: string; channelId: string; type: ChannelType; address: string; at: string }
 >;
 
+/** The user removed a channel: nothing more goes to it, and its queued webhook deliveries are dropped. */
+export type NotificationChannelRemoved = DomainEvent<
+  'NotificationChannelRemoved',
+  { userId: string; channelId: string; at: string }
+>;
+
 export type NotificationEvent =
-  NotificationCreated | NotificationsRead | NotificationsDelivered | NotificationChannelRegistered;
+  | NotificationCreated
+  | NotificationsRead
+  | NotificationsDelivered
+  | NotificationChannelRegistered
+  | NotificationChannelRemoved;
 
 export const notificationStream = (userId: string) => `notifications-${userId}`;

@@ -6,7 +6,13 @@ import { HttpError, ValidationError } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { toNotificationOut } from '../../src/resources/notification';
-import { ChannelBody, MarkReadBody, NotificationEventBody, channelAddressProblem } from './codecs';
+import {
+  ChannelBody,
+  ChannelIdPath,
+  MarkReadBody,
+  NotificationEventBody,
+  channelAddressProblem,
+} from './codecs';
 import { channelSecret } from '../../src/webhooks/signing';
 import { channelAddressKey, findChannel, inbox } from './decider';
 import { notificationStream } from './events';
@@ -80,7 +86,7 @@ export function notificationCommands(deps: AppDeps): Router {
         address,
         now: now(),
       },
-      [],
+      ['notification_channels'],
     );
     const channel = findChannel(state, body.type, address)!;
     // A new webhook's signing secret is shown here, once; registering the same URL again does not repeat it.
@@ -96,6 +102,27 @@ export function notificationCommands(deps: AppDeps): Router {
       ...secret,
     };
   });
+
+  // Added: the caller removes one of its channels; nothing more is sent to it (queued webhook deliveries
+  // included), and its place among the 20 is free again.
+  router.delete(
+    '/api/v1/notification/channel/:channel_id',
+    authenticated(),
+    idempotent(deps),
+    async (ctx) => {
+      const channelId = decode(ChannelIdPath, ctx.params, 'path').channel_id.toLowerCase();
+      const { userId } = currentPrincipal(ctx);
+      await runCommand(
+        deps,
+        ctx,
+        notificationStream(userId),
+        inbox,
+        { type: 'RemoveChannel', userId, channelId, now: now() },
+        ['notification_channels'],
+      );
+      ctx.body = { id: channelId, status: 'removed' };
+    },
+  );
 
   // 28. Checks the mail transport: SMTP connects and authenticates, or the outbox directory is writable.
   router.post(

@@ -18,6 +18,7 @@ export const READ_MODEL_TABLES: Readonly<Record<string, readonly string[]>> = {
   sessions: ['sessions'],
   videos: ['videos'],
   notifications: ['notifications'],
+  notification_channels: ['notification_channels'],
   profile_media: ['profile_media'],
   'email-deliveries': ['email_deliveries'],
 };

@@ -422,6 +422,10 @@ export const EmailQueuedCodec = closed('EmailQueued', {
 
 export const VideoDeletedCodec = closed('VideoDeleted', { id: s, status: t.literal('deleted') });
 export const MediaDeletedCodec = closed('MediaDeleted', { id: s, status: t.literal('deleted') });
+export const ChannelRemovedCodec = closed('NotificationChannelRemoved', {
+  id: s,
+  status: t.literal('removed'),
+});
 
 /** One webhook delivery of a notification to a channel, with every attempt. */
 export const WebhookDeliveryCodec = closed('WebhookDelivery', {

@@ -84,8 +84,11 @@ export function createWebhookDispatcher(
         [row.id, n, now.toISOString(), status, error?.slice(0, 1000) ?? null, Date.now() - started],
       );
       await tx.query(
+        // A channel removed during the attempt: a failure is the last one (no retry to a removed channel).
         `UPDATE webhook_deliveries SET attempts = $2, last_status_code = $3, last_error = $4, claimed_at = NULL,
-           status = $5, delivered_at = $6, next_attempt_at = $7
+           status = CASE WHEN $5 = 'pending' AND channel_removed_at IS NOT NULL THEN 'failed' ELSE $5 END,
+           delivered_at = $6,
+           next_attempt_at = CASE WHEN channel_removed_at IS NOT NULL THEN NULL ELSE $7::timestamptz END
          WHERE id = $1`,
         [
           row.id,
@@ -120,10 +123,10 @@ export function createWebhookDispatcher(
        WHERE id IN (
          SELECT id FROM webhook_deliveries
          WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-            OR (status = 'sending' AND claimed_at < $2)
+            OR (status = 'sending' AND claimed_at < $2 AND channel_removed_at IS NULL)
          ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${BATCH})
          AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-            OR (status = 'sending' AND claimed_at < $2))
+            OR (status = 'sending' AND claimed_at < $2 AND channel_removed_at IS NULL))
        RETURNING id, channel_id, url, payload, attempts`,
       [now.toISOString(), new Date(now.getTime() - STALE_CLAIM_MS).toISOString()],
     );

@@ -336,3 +336,174 @@ describe('webhook channels (27)', () => {
     });
   });
 });
+
+describe('listing and removing channels', () => {
+  it("lists the caller's channels in the order registered, without secrets; strangers see their own only", async () => {
+    const client = await m.client();
+    const hook = await registerHook(client.token, `/hooks/${randomUUID()}`);
+    const push = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'push', address: `token-${randomUUID()}` },
+    });
+    const list = await t.request('GET', '/api/v1/notification/channel', { token: client.token });
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual(
+      [{ ...hook, secret: undefined }, push.body].map((c) => JSON.parse(JSON.stringify(c))),
+    );
+    expect(JSON.stringify(list.body)).not.toContain('whsec_');
+    const stranger = await m.client();
+    expect((await t.request('GET', '/api/v1/notification/channel', { token: stranger.token })).body).toEqual(
+      [],
+    );
+    expect((await t.request('GET', '/api/v1/notification/channel')).status).toBe(401);
+  });
+
+  it('removes a channel: nothing more is sent to it, its place among the 20 is free, a second removal is 404', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    const hook = await registerHook(client.token, path);
+    const stranger = await m.client();
+    const theirs = await t.request('DELETE', `/api/v1/notification/channel/${hook.id}`, {
+      token: stranger.token,
+    });
+    expect(theirs.status).toBe(404);
+    expect(theirs.body).toMatchObject({ error: 'channel_not_found' });
+    expect(
+      (await t.request('DELETE', '/api/v1/notification/channel/not-a-uuid', { token: client.token })).status,
+    ).toBe(422);
+
+    const removed = await t.request('DELETE', `/api/v1/notification/channel/${hook.id.toUpperCase()}`, {
+      token: client.token,
+    });
+    expect(removed.status).toBe(200);
+    expect(removed.body).toEqual({ id: hook.id, status: 'removed' });
+    // Read-your-writes: the list no longer has it.
+    expect((await t.request('GET', '/api/v1/notification/channel', { token: client.token })).body).toEqual(
+      [],
+    );
+    const again = await t.request('DELETE', `/api/v1/notification/channel/${hook.id}`, {
+      token: client.token,
+    });
+    expect(again.status).toBe(404);
+
+    await book(client);
+    await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: client.token })).body,
+      (l) => l.length === 1,
+    );
+    await t.system.deliverWebhooks();
+    await silence();
+    expect(receiver.at(path)).toHaveLength(0);
+
+    // 20 at most at once; removing one makes room, and the same URL registered again is a new channel
+    // with a new secret.
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await t.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'push', address: `token-${i}-${randomUUID()}` },
+      });
+      expect(res.status).toBe(200);
+      ids.push(res.body.id);
+    }
+    const full = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: receiver.url(path) },
+    });
+    expect(full.status).toBe(409);
+    expect(full.body).toMatchObject({ error: 'channel_limit_reached' });
+    expect(
+      (await t.request('DELETE', `/api/v1/notification/channel/${ids[0]}`, { token: client.token })).status,
+    ).toBe(200);
+    const back = await registerHook(client.token, path);
+    expect(back.id).not.toBe(hook.id);
+    expect(back.secret).toMatch(/^whsec_/);
+    expect(back.secret).not.toBe(hook.secret);
+  });
+
+  it('drops what was queued for a removed channel and not sent yet; a failing attempt under way is not retried', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    receiver.script(path, [500]);
+    const hook = await registerHook(client.token, path);
+    const other = `/hooks/${randomUUID()}`;
+    await registerHook(client.token, other);
+    await book(client);
+    await hooksAt(path, 1); // the first attempt failed: queued again in 30 s
+    await hooksAt(other, 1);
+    const { db } = t.system.deps;
+    const rows = () =>
+      db.query<{ status: string; last_error: string; next_attempt_at: Date | null }>(
+        'SELECT status, last_error, next_attempt_at FROM webhook_deliveries WHERE channel_id = $1',
+        [hook.id],
+      );
+    await eventually(
+      async () => (await rows()).rows,
+      (r) => r[0]?.status === 'pending',
+    );
+
+    expect(
+      (await t.request('DELETE', `/api/v1/notification/channel/${hook.id}`, { token: client.token })).status,
+    ).toBe(200);
+    await eventually(
+      async () => (await rows()).rows,
+      (r) => r[0]?.status === 'failed',
+    );
+    expect((await rows()).rows).toEqual([
+      { status: 'failed', last_error: 'channel removed', next_attempt_at: null },
+    ]);
+    now = new Date(now.getTime() + 3_600_000);
+    await t.system.deliverWebhooks();
+    await silence();
+    expect(receiver.at(path)).toHaveLength(1);
+
+    // An attempt under way when its channel is removed, and failing, is not tried again.
+    let release: (status: number) => void = () => undefined;
+    let arrived: () => void = () => undefined;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const slow = http.createServer((req, res) => {
+      req.resume();
+      release = (status) => {
+        res.statusCode = status;
+        res.end();
+      };
+      arrived();
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      const late = await t.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'webhook', address: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/late` },
+      });
+      expect(late.status).toBe(200);
+      await book(client, '2026-12-04T10:00:00');
+      await inFlight; // claimed and sent; the receiver has not answered yet
+      expect(
+        (await t.request('DELETE', `/api/v1/notification/channel/${late.body.id}`, { token: client.token }))
+          .status,
+      ).toBe(200);
+      const lateRow = () =>
+        db.query<{ status: string; attempts: number; next_attempt_at: Date | null; removed: boolean }>(
+          `SELECT status, attempts, next_attempt_at, channel_removed_at IS NOT NULL AS removed
+             FROM webhook_deliveries WHERE channel_id = $1`,
+          [late.body.id],
+        );
+      await eventually(
+        async () => (await lateRow()).rows,
+        (r) => r[0]?.removed === true,
+      );
+      release(500);
+      const settled = await eventually(
+        async () => (await lateRow()).rows,
+        (r) => r[0]?.attempts === 1,
+      );
+      expect(settled).toEqual([{ status: 'failed', attempts: 1, next_attempt_at: null, removed: true }]);
+      now = new Date(now.getTime() + 3_600_000);
+      expect(await t.system.deliverWebhooks()).toBe(0);
+      expect((await lateRow()).rows[0]).toMatchObject({ status: 'failed', attempts: 1 });
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    }
+  });
+});

@@ -137,6 +137,39 @@ describe('inbox decider', () => {
     const other = given(registered, { ...cmd, channelId: 'c3', address: 'https://example.com/Hook' });
     expect(isRight(other) && other.right).toHaveLength(1);
   });
+
+  it('removes a registered channel once; unknown or removed ids are channel_not_found; the address is free again', () => {
+    const channelId = randomUUID();
+    const registered = [
+      {
+        type: 'NotificationChannelRegistered' as const,
+        data: { userId, channelId, type: 'webhook' as const, address: 'https://example.com/hook', at: NOW },
+      },
+    ];
+    const remove: NotificationCommand = {
+      type: 'RemoveChannel',
+      userId,
+      channelId: channelId.toUpperCase(),
+      now: NOW,
+    };
+    const removed = given(registered, remove);
+    expect(removed).toEqual({
+      _tag: 'Right',
+      right: [{ type: 'NotificationChannelRemoved', data: { userId, channelId, at: NOW } }],
+    });
+    const after = [...registered, ...(isRight(removed) ? removed.right : [])];
+    expect(given(after, remove)).toMatchObject({ _tag: 'Left', left: { code: 'channel_not_found' } });
+    expect(given([], remove)).toMatchObject({ _tag: 'Left', left: { code: 'channel_not_found' } });
+    const again = given(after, {
+      type: 'RegisterChannel',
+      userId,
+      channelId: 'c2',
+      channelType: 'webhook',
+      address: 'https://example.com/hook',
+      now: NOW,
+    });
+    expect(isRight(again) && again.right[0]?.type).toBe('NotificationChannelRegistered');
+  });
 });
 
 describe('e-mail request decider', () => {

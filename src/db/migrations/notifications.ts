@@ -113,4 +113,20 @@ CREATE INDEX email_deliveries_leased ON email_deliveries (lease_until) WHERE sta
 CREATE INDEX email_deliveries_recent ON email_deliveries (updated_at DESC);
 `,
   },
+  {
+    version: 48,
+    name: 'notification channels read model; webhook deliveries of removed channels',
+    sql: `
+CREATE TABLE notification_channels (
+  id uuid PRIMARY KEY,
+  user_id uuid NOT NULL,
+  type text NOT NULL,
+  address text NOT NULL,
+  created_at timestamptz NOT NULL,
+  seq numeric(20, 0) NOT NULL
+);
+CREATE INDEX notification_channels_user ON notification_channels (user_id, seq);
+ALTER TABLE webhook_deliveries ADD COLUMN channel_removed_at timestamptz;
+`,
+  },
 ];

@@ -382,6 +382,16 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: { codec: ChannelBody, example: { type: 'email', address: 'lena.weber@demo.coaching.local' } },
     answer: A.ChannelCodec,
   },
+  'GET /api/v1/notification/channel': {
+    tag: 'Notifications',
+    summary: "The caller's delivery channels, in the order registered (a webhook's secret is never shown)",
+    answer: list(A.ChannelCodec),
+  },
+  'DELETE /api/v1/notification/channel/:channel_id': {
+    tag: 'Notifications',
+    summary: 'Remove one of your channels: nothing more is sent to it, queued webhook deliveries are dropped',
+    answer: A.ChannelRemovedCodec,
+  },
   'POST /api/v1/notification/channel/mailprovider-init': {
     endpoint: 28,
     tag: 'Notifications',
