@@ -24,6 +24,17 @@ const PositionText = refine(
   'Input should be a log position as answered by the export, e.g. 1234',
 );
 
+/**
+ * A stream's events recorded at or before `until`: the longest prefix of them, not a filter. Each event was
+ * appended after the ones before it, so if the store's clock stepped back (a failover to a node whose clock
+ * is behind), an event recorded "earlier" than its predecessor still did not exist before it, and folding
+ * it without its predecessor would make a state no revision of the stream had.
+ */
+export function upToRecorded<E extends { createdAt: Date }>(events: E[], until: number): E[] {
+  const after = events.findIndex((e) => e.createdAt.getTime() > until);
+  return after < 0 ? events : events.slice(0, after);
+}
+
 /** One event as auditors see it (stream reads, the export's lines, the chain). */
 export const eventOut = (e: RecordedEvent) => ({
   eventId: e.id,
@@ -130,8 +141,9 @@ export function auditQueries(deps: AppDeps): Router {
     const { events, revision } = await deps.store.readStream(stream);
     if (!events.length) throw notFound('stream_not_found', `stream ${stream} has no events`);
     const until = q.at !== undefined ? Date.parse(q.at) : Infinity;
-    const upTo = events.filter((e) =>
-      q.revision !== undefined ? Number(e.revision) <= q.revision : e.createdAt.getTime() <= until,
+    const upTo = upToRecorded(
+      events.filter((e) => q.revision === undefined || Number(e.revision) <= q.revision),
+      until,
     );
     const last = upTo[upTo.length - 1];
     ctx.body = {

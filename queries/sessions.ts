@@ -6,6 +6,7 @@ import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { IsoInstant, Uuid, decode, paging } from '../src/http/validation';
 import { toSessionOut, type SessionRecord } from '../src/resources/session';
+import { upToRecorded } from './audit';
 
 const SELECT = `SELECT id, group_id AS "groupId", coach_id AS "coachId", client_id AS "clientId", service_id AS "serviceId",
   state, payment_state AS "paymentState", starts_at AS "startsAt", ends_at AS "endsAt", slot, timezone, terms,
@@ -63,7 +64,7 @@ export function sessionQueries(deps: AppDeps): Router {
     if (!s) throw notFound('session_not_found', 'no such session');
     const { events } = await deps.store.readStream(`booking-${s.groupId}`);
     const until = at ? Date.parse(at) : Infinity;
-    const upTo = events.filter((e) => e.createdAt.getTime() <= until);
+    const upTo = upToRecorded(events, until);
     const STATES: Record<string, string> = {
       SessionsBooked: 'new',
       SessionApproved: 'approved',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { eventually, marketplace } from '../support/marketplace';
-import { startTestSystem, type TestSystem } from '../support/system';
+import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
 let t: TestSystem;
 let m: ReturnType<typeof marketplace>;
@@ -113,6 +113,48 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
       expect.objectContaining({ groupId, sessionIds: [first.body[0].id, second.body[0].id] }),
     ]);
   });
+
+  // The event store's clock stepped back between two appends (recorded times are the store's own: a
+  // failover to a node whose clock is behind, an NTP step). Simulated by rewriting a recorded time, so on
+  // the SQL stores only.
+  (testEventStoreOnEsdb() ? it.skip : it)(
+    'answers a state some revision had when recorded times run backwards in a stream',
+    async () => {
+      const { coach, client, serviceId } = w;
+      const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+        token: client.token,
+        body: { slots: ['2026-12-03T15:00:00'] },
+      });
+      expect(booked.status).toBe(200);
+      const session = booked.body[0] as { id: string; groupId: string };
+      const approved = await t.request('POST', `/api/v1/session/${session.id}/approve`, {
+        token: coach.token,
+      });
+      expect(approved.status).toBe(200);
+      const stream = `booking-${session.groupId}`;
+      const [first] = (await t.system.deps.store.readStream(stream)).events;
+      const early = new Date(first!.createdAt.getTime() - 3_600_000);
+      await t.system.deps.db.query(
+        `UPDATE es_events SET created_at = $2 WHERE stream_name = $1 AND revision = 1`,
+        [stream, early.toISOString()],
+      );
+      const between = new Date(first!.createdAt.getTime() - 1_800_000).toISOString();
+      // At `between` the booking had not been recorded, so neither had its approval (decided on it). Before,
+      // the approval alone was folded: a booking of no group holding a half session, that no revision had.
+      const then = await audit(`/api/v1/audit/streams/${stream}?at=${between}`);
+      expect([then.status, then.body.events, then.body.revision, then.body.state]).toEqual([
+        200,
+        [],
+        null,
+        null,
+      ]);
+      const sessionThen = await audit(`/api/v1/audit/sessions/${session.id}/events?at=${between}`);
+      expect([sessionThen.status, sessionThen.body.stateAt]).toEqual([200, null]);
+      const now = await audit(`/api/v1/audit/streams/${stream}?at=${first!.createdAt.toISOString()}`);
+      expect(now.body.events.map((e: { revision: number }) => e.revision)).toEqual([0, 1]);
+      expect(now.body.state.sessions[session.id].state).toBe('approved');
+    },
+  );
 
   it('is for auditors and admins only, and says what is wrong with a request', async () => {
     const path = `/api/v1/audit/streams/payment-${w.session.paymentId}`;
