@@ -181,6 +181,16 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
         if (!isCoach && !isClient) return left(forbidden('coach or client'));
         if (session.state !== 'new' && session.state !== 'approved')
           return left(invalid(session.state, 'canceled'));
+        // Over, and never approved by the coach: it did not take place as booked, and without this the
+        // client's payment would stay held until the coach declines (approving is closed by then).
+        const unconfirmedAndOver = session.state === 'new' && now >= Date.parse(session.endsAt);
+        if (isClient && unconfirmedAndOver)
+          return right([
+            {
+              type: 'SessionCanceled',
+              data: { ...base, by: 'client', reason: command.reason, at: command.now },
+            },
+          ]);
         if (now >= Date.parse(session.startsAt))
           return left({ code: 'invalid_transition', message: 'the session has started' });
         const deadline = Date.parse(session.startsAt) - state.cancellationHours * 3_600_000;

@@ -270,6 +270,37 @@ describe('bookings follow their payment, and heal after a crash', () => {
     });
   });
 
+  it('a paid session the coach never approved can be canceled by its client once it is over, and is refunded', async () => {
+    const service = t.token(randomUUID(), ['service']);
+    clock.set('2026-12-01T08:00:00Z');
+    const b = await booked();
+    for (const status of ['checkout', 'received'])
+      await t.request('POST', `/api/v1/payment/private/payment/${b.session.paymentId}/update`, {
+        token: service,
+        body: { status },
+      });
+    clock.set('2026-12-02T09:30:00Z'); // under way, not approved: the coach may still approve it
+    expect((await act(b.client.token, b.session.id, 'cancel')).body).toMatchObject({
+      error: 'invalid_transition',
+      message: 'the session has started',
+    });
+    clock.set('2026-12-02T10:00:00Z'); // over, never approved: approving is closed
+    expect((await act(b.coach.token, b.session.id, 'approve')).status).toBe(409);
+    const canceled = await act(b.client.token, b.session.id, 'cancel', { reason: 'coach never confirmed' });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.state).toBe('canceled');
+    const refunded = await eventually(
+      async () =>
+        (await t.request('GET', `/api/v1/payment/${b.session.paymentId}`, { token: b.client.token })).body,
+      (p) => p.status === 'refund' && p.history.at(-1)?.to === 'refund',
+    );
+    expect(refunded.history.at(-1)).toMatchObject({
+      from: 'received',
+      to: 'refund',
+      reason: 'booking_canceled',
+    });
+  });
+
   it('money paid after the booking was canceled goes back: received becomes refund', async () => {
     const service = t.token(randomUUID(), ['service']);
     const b = await booked();

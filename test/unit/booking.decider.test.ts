@@ -208,7 +208,19 @@ describe('booking decider: Cancel', () => {
     expect(outcome(given([booked, approved()]).when(cancel(coach, hoursFromStart(0.5))))).toBe(
       'invalid_transition',
     );
-    expect(outcome(given([booked]).when(cancel(client, hoursFromStart(2))))).toBe('invalid_transition');
+    expect(outcome(given([booked]).when(cancel(client, hoursFromStart(0.5))))).toBe('invalid_transition');
+    expect(outcome(given([booked]).when(cancel(coach, hoursFromStart(2))))).toBe('invalid_transition');
+    expect(outcome(given([booked, approved()]).when(cancel(client, hoursFromStart(2))))).toBe(
+      'invalid_transition',
+    );
+  });
+
+  it('lets the client cancel a session the coach never approved once it is over (its payment is not held)', () => {
+    expect(given([booked]).when(cancel(client, END))).toEqual({
+      _tag: 'Right',
+      right: [{ type: 'SessionCanceled', data: { ...ref(), by: 'client', reason: 'ill', at: END } }],
+    });
+    expect(outcome(given([booked]).when(cancel(client, hoursFromStart(72))))).toBe('SessionCanceled');
   });
 
   it('refuses a session that is not open', () => {
