@@ -1,5 +1,5 @@
 import type { PaymentEvent } from '../commands/payments/events';
-import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../commands/payments/transitions';
+import { EXPIRABLE_STATUSES, UNPAID_STATUSES, paidAtSession } from '../commands/payments/transitions';
 import { assertNever } from '../src/decider';
 import type { Projection } from './runner';
 
@@ -14,8 +14,8 @@ export const paymentExpiryProjection: Projection = {
     const event = { type: recorded.type, data: recorded.data } as PaymentEvent;
     switch (event.type) {
       case 'PaymentCreated':
-        // A free booking's payment is created received: it has no deadline.
-        if (!UNPAID_STATUSES.includes(event.data.status)) return;
+        // A free booking's payment is created received, and cash is paid at the session: no deadline.
+        if (!UNPAID_STATUSES.includes(event.data.status) || paidAtSession(event.data.method)) return;
         await tx.query(
           `INSERT INTO payment_expiry_due (payment_id, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
           [event.data.paymentId, event.data.expiresAt],

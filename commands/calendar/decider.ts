@@ -4,6 +4,7 @@ import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
 import { zoneOf } from './zones';
+import { paidAtSession } from '../payments/transitions';
 import { PersistentMap } from '../../src/persistentMap';
 import { freeSlots, instantsOf, parseLocal, slotRulesOf, type Reservation } from './slots';
 import { holdsAround, indexHold, unindexHold, type HoldsByDay } from './holdsByDay';
@@ -266,7 +267,8 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           const freeStart = Date.parse(free.startsAt);
           // An unpaid package is canceled at its deadline: a later session taking place before then would
           // be worked for a payment that may never come, so it starts no sooner than a booking's first would.
-          if (pkg && command.package!.paymentUnpaid) {
+          // (Not for cash: it is paid at the sessions and never canceled as unpaid.)
+          if (pkg && command.package!.paymentUnpaid && !paidAtSession(pkg.terms.method)) {
             const from = Date.parse(pkg.terms.paymentExpiresAt) + PAID_BEFORE_START_MS;
             if (freeStart < from)
               return left({
@@ -289,10 +291,16 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         // Pay within the window, and an hour before the first session; but a slot booked at short notice
         // still gets MIN_PAYMENT_MINUTES (never past its start) rather than a deadline that is already due.
         const floor = Math.min(now.getTime() + MIN_PAYMENT_MINUTES * 60_000, firstStart);
-        const expires = Math.max(
-          floor,
-          Math.min(now.getTime() + command.paymentWindowHours * 3_600_000, firstStart - PAID_BEFORE_START_MS),
-        );
+        // Cash is paid to the coach at the first session: that is its deadline (never swept).
+        const expires = paidAtSession(command.order.method)
+          ? firstStart
+          : Math.max(
+              floor,
+              Math.min(
+                now.getTime() + command.paymentWindowHours * 3_600_000,
+                firstStart - PAID_BEFORE_START_MS,
+              ),
+            );
         return right([
           {
             type: 'SlotsReserved',

@@ -1,7 +1,7 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider } from '../../src/decider';
 import type { PaymentCreated, PaymentEvent, PaymentStatus } from './events';
-import { canMove, EXPIRABLE_STATUSES } from './transitions';
+import { canMove, EXPIRABLE_STATUSES, paidAtSession } from './transitions';
 
 /** Everything the write side knows of one payment: what it was created with, its status and provider data. */
 export type PaymentRecord = Omit<PaymentCreated['data'], 'paymentId' | 'status'> & {
@@ -165,7 +165,7 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
         return right([]);
       case 'ExpirePayment':
         // Received, closed or in the provider's hands in the meantime, or not due yet: nothing to do.
-        if (!EXPIRABLE_STATUSES.includes(p.status)) return right([]);
+        if (!EXPIRABLE_STATUSES.includes(p.status) || paidAtSession(p.method)) return right([]);
         if (Date.parse(command.now) < Date.parse(p.expiresAt)) return right([]);
         return right([moved(p, 'canceled', command.now, 'expired')]);
       default:

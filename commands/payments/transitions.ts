@@ -23,6 +23,13 @@ export const canMove = (from: PaymentStatus, to: PaymentStatus): boolean =>
 export const initialStatus = (price: number): 'awaiting' | 'received' =>
   price > 0 ? 'awaiting' : 'received';
 
+/**
+ * Paid to the coach at the session (`cash`): its deadline is the first session's start, and it is never
+ * canceled as unpaid (the payment service records the money when the coach has it). Canceling every
+ * session of the booking still cancels it.
+ */
+export const paidAtSession = (method: string): boolean => method === 'cash';
+
 /** Not received yet. */
 export const UNPAID_STATUSES: readonly PaymentStatus[] = ['awaiting', 'checkout', 'review', 'failed'];
 

@@ -356,6 +356,15 @@ describe('calendar decider: ReserveSlots', () => {
       );
       expect(data.terms.paymentExpiresAt).toBe('2026-12-01T08:00:00.000Z');
     });
+
+    it("is the first session's start for cash, paid to the coach there", () => {
+      const cash = {
+        ...reserve(['2026-12-10T10:00:00', '2026-12-08T10:00:00']),
+        order: { ...order, method: 'cash', methodId: 2 },
+      };
+      const data = reservedOf(given([scheduleSet()]).when(cash as CalendarCommand));
+      expect(data.terms.paymentExpiresAt).toBe('2026-12-08T09:00:00.000Z');
+    });
   });
 });
 

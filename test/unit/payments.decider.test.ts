@@ -195,6 +195,10 @@ describe('payment decider', () => {
         });
       },
     );
+    it('never cancels a cash payment (paid to the coach at the session) as unpaid', () => {
+      const cash = { ...created, data: { ...created.data, method: 'cash', methodId: 2 } } as PaymentEvent;
+      expect(given([cash]).when(expire('2026-04-03T15:00:00.000Z'))).toEqual({ _tag: 'Right', right: [] });
+    });
     it('does nothing before expiresAt', () => {
       expect(given([created]).when(expire('2026-03-03T14:59:59.999Z'))).toEqual({ _tag: 'Right', right: [] });
     });
