@@ -6,6 +6,7 @@ import { START, comparePositions, type Position, type RecordedEvent } from '../s
 import { requireRole } from '../src/http/auth';
 import { ValidationError, notFound } from '../src/http/errors';
 import { IntFromString, IsoInstant, decode, refine } from '../src/http/validation';
+import { redacted, redactEventData } from './auditRedaction';
 import { STREAM_KINDS, foldStream, streamKind, toJsonSafe } from './auditStreams';
 
 /** A log position as text: `123` on the SQL stores, `commit/prepare` on EventStoreDB when they differ. */
@@ -35,14 +36,14 @@ export function upToRecorded<E extends { createdAt: Date }>(events: E[], until: 
   return after < 0 ? events : events.slice(0, after);
 }
 
-/** One event as auditors see it (stream reads, the export's lines, the chain). */
+/** One event as auditors see it (stream reads, the export's lines, the chain), secrets redacted. */
 export const eventOut = (e: RecordedEvent) => ({
   eventId: e.id,
   position: formatPosition(e.position),
   stream: e.streamName,
   revision: Number(e.revision),
   type: e.type,
-  data: e.data,
+  data: redactEventData(e.type, e.data),
   metadata: {
     ...e.metadata,
     actor: e.metadata.actor ?? null,
@@ -138,7 +139,10 @@ export function auditQueries(deps: AppDeps): Router {
         'stream_not_found',
         `no stream kind ${stream}; kinds: ${STREAM_KINDS.map((k) => `${k.prefix}<id>`).join(', ')}`,
       );
-    const { events, revision } = await deps.store.readStream(stream);
+    const read = await deps.store.readStream(stream);
+    const { revision } = read;
+    // Redacted before folding, so the state shows no secret the events hide.
+    const events = read.events.map(redacted);
     if (!events.length) throw notFound('stream_not_found', `stream ${stream} has no events`);
     const until = q.at !== undefined ? Date.parse(q.at) : Infinity;
     const upTo = upToRecorded(

@@ -8,6 +8,7 @@ import type { RecordedEvent } from '../src/eventstore/types';
 import { requireRole } from '../src/http/auth';
 import { IsoInstant, decode } from '../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../src/resources/payment';
+import { redacted } from './auditRedaction';
 
 export const AuditQuery = t.partial({ at: IsoInstant });
 
@@ -23,7 +24,8 @@ export function paymentAuditQueries(deps: AppDeps): Router {
   router.get('/api/v1/audit/payments/:payment_id/events', requireRole('admin', 'auditor'), async (ctx) => {
     const id = decode(PaymentIdPath, ctx.params, 'path').payment_id.toLowerCase();
     const { at } = decode(AuditQuery, ctx.query, 'query');
-    const { events } = await deps.store.readStream(paymentStream(id));
+    // Secrets redacted before folding too: `stateAt` shows that a client secret was set, not its value.
+    const events = (await deps.store.readStream(paymentStream(id))).events.map(redacted);
     if (!events.length) throw paymentNotFound();
     const until = at ? Date.parse(at) : Infinity;
     // The longest prefix of the stream whose events had all happened by `at`. Not a filter: an event is

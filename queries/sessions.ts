@@ -7,6 +7,7 @@ import { notFound } from '../src/http/errors';
 import { IsoInstant, Uuid, decode, paging } from '../src/http/validation';
 import { toSessionOut, type SessionRecord } from '../src/resources/session';
 import { upToRecorded } from './audit';
+import { redacted } from './auditRedaction';
 
 const SELECT = `SELECT id, group_id AS "groupId", coach_id AS "coachId", client_id AS "clientId", service_id AS "serviceId",
   state, payment_state AS "paymentState", starts_at AS "startsAt", ends_at AS "endsAt", slot, timezone, terms,
@@ -62,7 +63,7 @@ export function sessionQueries(deps: AppDeps): Router {
     const { at } = decode(t.partial({ at: IsoInstant }), ctx.query, 'query');
     const s = await findSession(deps.db, id);
     if (!s) throw notFound('session_not_found', 'no such session');
-    const { events } = await deps.store.readStream(`booking-${s.groupId}`);
+    const events = (await deps.store.readStream(`booking-${s.groupId}`)).events.map(redacted);
     const until = at ? Date.parse(at) : Infinity;
     const upTo = upToRecorded(events, until);
     const STATES: Record<string, string> = {

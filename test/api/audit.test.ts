@@ -296,3 +296,76 @@ describe('history export: GET /api/v1/audit/events', () => {
     expect((await t.request('GET', '/api/v1/audit/events', { token: w.coach.token })).status).toBe(403);
   });
 });
+
+describe('secrets in audit answers', () => {
+  it('shows that a client secret, a checkout or a verification code was set, when and by whom, never its value', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-04T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const session = booked.body[0] as { id: string; groupId: string; paymentId: string };
+    const moved = await t.request('POST', `/api/v1/payment/private/payment/${session.paymentId}/update`, {
+      token: m.service(),
+      body: {
+        status: 'checkout',
+        providerEventId: 'evt_secret_1',
+        clientSecret: 'cs_live_SECRET1',
+        checkout: { url: 'https://pay.example/SECRET2' },
+      },
+    });
+    expect(moved.status).toBe(200);
+    const mailed = await t.request('POST', `/api/v1/notification/private/email/${client.id}/verification`, {
+      token: m.service(),
+      body: { code: 'SECRET3', link: 'https://app.example/verify?t=SECRET4' },
+    });
+    expect(mailed.status).toBe(200);
+    await settled();
+    const emailId = mailed.body.id as string;
+    const [requested] = (await t.system.deps.store.readStream(`email-${emailId}`)).events;
+    const delivery = `delivery-${requested!.id}-${client.id}`;
+    expect((await t.system.deps.store.readStream(delivery)).events[0]?.type).toBe('DeliveryClaimed');
+
+    const leaks = (body: unknown) => JSON.stringify(body).match(/SECRET\d/g) ?? [];
+    const answers: Record<string, unknown> = {};
+    for (const stream of [`payment-${session.paymentId}`, `email-${emailId}`, delivery]) {
+      const res = await audit(`/api/v1/audit/streams/${stream}`);
+      expect([stream, res.status]).toEqual([stream, 200]);
+      answers[stream] = res.body;
+    }
+    const pay = await audit(`/api/v1/audit/payments/${session.paymentId}/events`);
+    answers.payment = pay.body;
+    answers.session = (await audit(`/api/v1/audit/sessions/${session.id}/events`)).body;
+    const change = (await t.system.deps.store.readStream(`payment-${session.paymentId}`)).events[1]!;
+    answers.chain = (await audit(`/api/v1/audit/events/${change.id}/chain`)).body;
+    answers.requestChain = (await audit(`/api/v1/audit/events/${requested!.id}/chain`)).body;
+    const exported = await fetch(`${t.baseUrl}/api/v1/audit/events`, {
+      headers: { authorization: `Bearer ${auditor}` },
+    });
+    answers.export = await exported.text();
+    for (const [name, body] of Object.entries(answers)) expect([name, leaks(body)]).toEqual([name, []]);
+
+    // What an auditor does see: that the value was set, in which event, when and by whom.
+    expect(pay.body.events[1]).toMatchObject({
+      data: { to: 'checkout', clientSecret: '[redacted]', checkout: '[redacted]' },
+      metadata: { actor: { role: 'service' } },
+    });
+    expect(pay.body.stateAt).toMatchObject({
+      status: 'checkout',
+      clientSecret: '[redacted]',
+      checkout: '[redacted]',
+    });
+    const payStream = answers[`payment-${session.paymentId}`] as { state: { payment: unknown } };
+    expect(payStream.state.payment).toMatchObject({ clientSecret: '[redacted]', checkout: '[redacted]' });
+    const email = answers[`email-${emailId}`] as { events: { data: unknown }[] };
+    expect(email.events[0]!.data).toMatchObject({
+      facts: { template: 'verification', code: '[redacted]', link: '[redacted]' },
+    });
+    // The payer still gets the values, and the write side still holds them.
+    const own = await t.request('GET', `/api/v1/payment/${session.paymentId}`, { token: client.token });
+    expect(own.body).toMatchObject({ clientSecret: 'cs_live_SECRET1' });
+  });
+});
