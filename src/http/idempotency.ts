@@ -6,15 +6,12 @@ import type { Database } from '../db/database';
 import type { Principal } from './auth';
 import { HttpError } from './errors';
 import { renderError } from './render';
+import { receivedRequestHash, requestHash } from './requestIdentity';
 
 /** How long a key is kept (then forgotten: src/idempotencyPruner.ts). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
-/** Hash of what makes two requests "the same request" for a key: method, path and body. */
-export const requestHash = (method: string, path: string, body: unknown) =>
-  createHash('sha256')
-    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
-    .digest('hex');
+export { requestHash } from './requestIdentity';
 
 /**
  * The tag a keyed request's events carry in their metadata (`idempotencyTag`): derived from the caller,
@@ -64,7 +61,7 @@ export function idempotent(deps: { db: Database; config: Pick<Config, 'idempoten
     if (key.length > 200)
       throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
     const scope = (ctx.state.principal as Principal | undefined)?.userId ?? 'anonymous';
-    const hash = requestHash(ctx.method, ctx.path, ctx.request.body);
+    let hash = requestHash(ctx.method, ctx.path, ctx.request.body);
 
     await db.query(
       `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`,
@@ -86,12 +83,19 @@ export function idempotent(deps: { db: Database; config: Pick<Config, 'idempoten
           'conflict',
           'the request with this Idempotency-Key is being retried; try again',
         );
-      if (row.request_hash !== hash)
+      // A key claimed before bodies were compared as JSON values holds the hash of the body's text as it
+      // arrived: a retry sent in that order is still the same request.
+      if (
+        row.request_hash !== hash &&
+        row.request_hash !== receivedRequestHash(ctx.method, ctx.path, ctx.request.body)
+      )
         throw new HttpError(
           422,
           'idempotency_key_reused',
           'this Idempotency-Key was used for a different request',
         );
+      // From here on the key's own hash: the tag (and so every id) of a run is that of the first run.
+      hash = row.request_hash;
       if (row.status !== null) {
         ctx.status = row.status;
         ctx.body = row.response;
