@@ -63,7 +63,7 @@ const CLOCK = {
 const StreamPath = t.type({
   stream: refine(
     t.string,
-    (s) => /^[a-z][a-z-]*-[\w-]{1,200}$/.test(s),
+    (s) => /^[a-z][a-z-]*-[\w-]{1,200}$/i.test(s),
     'stream',
     'Input should be a stream name, e.g. payment-<uuid>',
   ),
@@ -127,7 +127,11 @@ export function auditQueries(deps: AppDeps): Router {
 
   // Time travel: any stream, as of an instant or a revision, folded by its aggregate's own evolve.
   router.get('/api/v1/audit/streams/:stream', auditor, async (ctx) => {
-    const { stream } = decode(StreamPath, ctx.params, 'path');
+    const given = decode(StreamPath, ctx.params, 'path').stream;
+    // The write side names streams in lower case (ids are lower-cased uuids), so `payment-<UPPER-UUID>` is
+    // the stream `payment-<uuid>`, as the payment and session audits read their ids. The name as given is
+    // read too when the lower-case one is empty, so no stream is out of reach.
+    let stream = given.toLowerCase();
     const q = decode(StreamQuery, ctx.query, 'query');
     if (q.at !== undefined && q.revision !== undefined)
       throw new ValidationError([
@@ -139,7 +143,11 @@ export function auditQueries(deps: AppDeps): Router {
         'stream_not_found',
         `no stream kind ${stream}; kinds: ${STREAM_KINDS.map((k) => `${k.prefix}<id>`).join(', ')}`,
       );
-    const read = await deps.store.readStream(stream);
+    let read = await deps.store.readStream(stream);
+    if (!read.events.length && given !== stream) {
+      const asGiven = await deps.store.readStream(given);
+      if (asGiven.events.length) [read, stream] = [asGiven, given];
+    }
     const { revision } = read;
     // Redacted before folding, so the state shows no secret the events hide.
     const events = read.events.map(redacted);

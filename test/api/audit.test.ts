@@ -156,6 +156,19 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
     },
   );
 
+  it('finds a stream whose uuid is typed in upper case, as the payment and session audits do', async () => {
+    const { session, client } = w;
+    for (const stream of [
+      `payment-${session.paymentId.toUpperCase()}`,
+      `booking-${session.groupId.toUpperCase()}`,
+      `bookings-of-${client.id.toUpperCase()}`,
+    ]) {
+      const res = await audit(`/api/v1/audit/streams/${stream}`);
+      expect([stream, res.status, res.body.stream]).toEqual([stream, 200, stream.toLowerCase()]);
+      expect(res.body.events[0].stream).toBe(stream.toLowerCase());
+    }
+  });
+
   it('is for auditors and admins only, and says what is wrong with a request', async () => {
     const path = `/api/v1/audit/streams/payment-${w.session.paymentId}`;
     expect((await t.request('GET', path)).status).toBe(401);
