@@ -9,30 +9,57 @@ import {
   sessionNotices,
   uuidFrom,
 } from '../commands/notifications/sessionNotices';
-import { handleCommand } from '../src/commandHandler';
+import { handleCommand, readState } from '../src/commandHandler';
+import { service } from '../commands/services/decider';
+import { serviceStream, type ServiceRejected } from '../commands/services/events';
+import type { RecordedEvent } from '../src/eventstore/types';
 import type { EventStore } from '../src/eventstore/types';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
 
+/** The coach's notice of a rejected service, with the admin's reason (nowhere else shown to the coach). */
+async function serviceRejectedNotice(store: EventStore, recorded: RecordedEvent) {
+  const d = recorded.data as ServiceRejected['data'];
+  const { service: s } = await readState(store, serviceStream(d.serviceId), service);
+  return {
+    userId: d.coachId,
+    type: 'service_rejected',
+    contentType: 'service',
+    contentId: d.serviceId,
+    message: `Your service "${s?.name ?? 'service'}" was not approved.${d.reason.trim() ? ` Reason: ${d.reason.trim()}` : ''}`,
+  };
+}
+
 /**
  * Process manager of in-app notifications: each session event that notifies someone creates one
- * Notification per recipient in `notifications-<userId>`. The notification id is derived from the causing
+ * Notification per recipient in `notifications-<userId>`, and a rejected service one for its coach. The notification id is derived from the causing
  * event id and the user, and the inbox decider ignores a cause it has seen, so a replay creates nothing.
  */
 export function notificationProcess(store: EventStore): Projection {
   return {
     name: 'notification-process',
     lease: LEASES.notificationProcess,
-    handles: NOTIFYING_SESSION_EVENTS,
+    handles: [...NOTIFYING_SESSION_EVENTS, 'ServiceRejected'],
     orderedBy: (e) => sessionEventKeys(e.data),
     async react(recorded) {
-      const event = { type: recorded.type, data: recorded.data } as BookingEvent;
-      const notices = sessionNotices(event);
-      if (!notices.length) return;
-      const booking =
-        event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
-      const serviceName = booking?.terms.serviceName ?? 'your session';
+      let notices: {
+        userId: string;
+        type: string;
+        contentType: string;
+        contentId: string;
+        message: string;
+      }[];
+      if (recorded.type === 'ServiceRejected') notices = [await serviceRejectedNotice(store, recorded)];
+      else {
+        const event = { type: recorded.type, data: recorded.data } as BookingEvent;
+        const session = sessionNotices(event);
+        if (!session.length) return;
+        const booking =
+          event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
+        const serviceName = booking?.terms.serviceName ?? 'your session';
+        notices = session.map((n) => ({ ...n, message: noticeMessage(n, serviceName) }));
+      }
       // One inbox per recipient: side by side, so their appends share a commit.
       await Promise.all(
         notices.map((n) =>
@@ -48,7 +75,7 @@ export function notificationProcess(store: EventStore): Projection {
                 type: n.type,
                 contentType: n.contentType,
                 contentId: n.contentId,
-                message: noticeMessage(n, serviceName),
+                message: n.message,
                 causationEventId: recorded.id,
                 createdAt: recorded.createdAt.toISOString(),
               },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sessionsBookedData } from '../support/marketplace';
+import { eventually, sessionsBookedData } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 let t: TestSystem;
@@ -253,6 +253,18 @@ describe('services: create, edit, approve, reject, read', () => {
       body: { reason: 'too vague' },
     });
     expect(rejected.body.status).toBe('rejected');
+    // The coach hears of it, with the admin's reason (shown nowhere else to the coach).
+    const inbox = await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body,
+      (l) => l.length === 1,
+    );
+    expect(inbox[0]).toMatchObject({
+      type: 'service_rejected',
+      contentType: 'service',
+      contentId: id,
+      unread: true,
+    });
+    expect(inbox[0].message).toMatch(/^Your service ".+" was not approved\. Reason: too vague$/);
     const again = await t.request('POST', `/api/v1/admin/services/${id}/approve`, { token: admin() });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ error: 'invalid_transition', code: 409 });
