@@ -86,7 +86,7 @@ export function sessionQueries(deps: AppDeps): Router {
     ctx.body = {
       sessionId: id,
       groupId: s.groupId,
-      at: at ?? null,
+      at: at ? new Date(until).toISOString() : null, // as UTC, like the payment and stream audits
       stateAt,
       events: events
         .filter((e) => bookedHere(e) || (e.data as { sessionId?: string }).sessionId === id)

@@ -169,6 +169,20 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
     }
   });
 
+  it('answers `at` as a UTC instant in the stream, payment and session audits alike', async () => {
+    const { session } = w;
+    const at = '2026-12-01T09:00:00.5+01:00';
+    for (const path of [
+      `/api/v1/audit/streams/booking-${session.groupId}`,
+      `/api/v1/audit/payments/${session.paymentId}/events`,
+      `/api/v1/audit/sessions/${session.id}/events`,
+    ]) {
+      const res = await audit(`${path}?at=${encodeURIComponent(at)}`);
+      expect([path, res.status, res.body.at]).toEqual([path, 200, '2026-12-01T08:00:00.500Z']);
+      expect((await audit(path)).body.at).toBeNull();
+    }
+  });
+
   it('is for auditors and admins only, and says what is wrong with a request', async () => {
     const path = `/api/v1/audit/streams/payment-${w.session.paymentId}`;
     expect((await t.request('GET', path)).status).toBe(401);
