@@ -3,7 +3,7 @@ import type { AppDeps } from '../../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { HttpError, ValidationError } from '../../src/http/errors';
-import { idempotent } from '../../src/http/idempotency';
+import { idempotent, type KeptAnswer } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { toNotificationOut } from '../../src/resources/notification';
 import {
@@ -16,6 +16,11 @@ import {
 import { channelSecret } from '../../src/webhooks/signing';
 import { channelAddressKey, findChannel, inbox } from './decider';
 import { notificationStream } from './events';
+
+/** Stands for a webhook's secret in the answer an Idempotency-Key keeps (the secret is not stored). */
+const SECRET_MARK = '$secretDerived';
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function notificationCommands(deps: AppDeps): Router {
   const router = new Router();
@@ -58,8 +63,25 @@ export function notificationCommands(deps: AppDeps): Router {
     }));
   });
 
+  // An Idempotency-Key keeps the answer without the secret, marked; its replay derives the secret again.
+  const keptWithoutSecret: KeptAnswer = {
+    store: (body) => {
+      if (!isObject(body) || typeof body.secret !== 'string') return body;
+      const { secret: _secret, ...rest } = body;
+      return { ...rest, [SECRET_MARK]: true };
+    },
+    replay: (stored) => {
+      if (!isObject(stored) || stored[SECRET_MARK] !== true) return stored;
+      const { [SECRET_MARK]: _mark, ...rest } = stored;
+      const signingKey = deps.config.webhooks.signingKey;
+      return typeof rest.id === 'string' && signingKey !== null
+        ? { ...rest, secret: channelSecret(signingKey, rest.id) }
+        : rest;
+    },
+  };
   // 27. The caller registers a delivery channel; the same type and address again answers the same channel.
-  router.post('/api/v1/notification/channel', authenticated(), idempotent(deps), async (ctx) => {
+  const keyedChannel = idempotent(deps, keptWithoutSecret);
+  router.post('/api/v1/notification/channel', authenticated(), keyedChannel, async (ctx) => {
     const body = decode(ChannelBody, ctx.request.body, 'body');
     // Stored in the form addresses are compared in (an e-mail lower-case, a URL in its normal form).
     const address = channelAddressKey(body.type, body.address.trim());

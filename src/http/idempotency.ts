@@ -21,6 +21,8 @@ export { requestHash } from './requestIdentity';
 export const idempotencyTag = (scope: string, key: string, hash: string) =>
   createHash('sha256').update(`${scope}\n${key}\n${hash}`).digest('hex').slice(0, 32);
 
+const ok = (status: number) => status >= 200 && status < 300;
+
 const keyed = new AsyncLocalStorage<{ tag: string; n: number }>();
 
 /**
@@ -52,7 +54,19 @@ export function keyedNewId(fallback: () => string): () => string {
  * the retry gets the original outcome and nothing happens twice. The table is only a lock and an answer
  * cache: the log decides, so a lost or rebuilt read-model database loses no idempotency either.
  */
-export function idempotent(deps: { db: Database; config: Pick<Config, 'idempotencyLeaseMs'> }): Middleware {
+/**
+ * How a route's successful answer is kept for its key and given back on a replay, when it holds what must
+ * not be stored as is (a webhook's secret: kept as a mark, derived again for the replay).
+ */
+export interface KeptAnswer {
+  store(body: unknown): unknown;
+  replay(stored: unknown): unknown;
+}
+
+export function idempotent(
+  deps: { db: Database; config: Pick<Config, 'idempotencyLeaseMs'> },
+  kept?: KeptAnswer,
+): Middleware {
   const { db } = deps;
   const leaseMs = deps.config.idempotencyLeaseMs;
   return async (ctx, next) => {
@@ -98,7 +112,7 @@ export function idempotent(deps: { db: Database; config: Pick<Config, 'idempoten
       hash = row.request_hash;
       if (row.status !== null) {
         ctx.status = row.status;
-        ctx.body = row.response;
+        ctx.body = kept && ok(row.status) ? kept.replay(row.response) : row.response;
         ctx.set('Idempotent-Replayed', 'true');
         return;
       }
@@ -131,6 +145,6 @@ export function idempotent(deps: { db: Database; config: Pick<Config, 'idempoten
       else await db.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
       throw err;
     }
-    await remember(ctx.status, ctx.body);
+    await remember(ctx.status, kept && ok(ctx.status) ? kept.store(ctx.body) : ctx.body);
   };
 }

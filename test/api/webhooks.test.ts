@@ -85,6 +85,49 @@ describe('webhook channels (27)', () => {
     expect(bad.body.detail[0].loc).toEqual(['body', 'address']);
   });
 
+  it('an Idempotency-Key replay repeats the secret, which is not kept with the key', async () => {
+    const client = await m.client();
+    const key = randomUUID();
+    const register = () =>
+      t.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'webhook', address: receiver.url(`/hooks/${randomUUID()}`) },
+        headers: { 'idempotency-key': key },
+      });
+    const first = await register();
+    expect(first.status).toBe(200);
+    expect(first.body.secret).toMatch(/^whsec_/);
+    // The key's stored answer has no secret in it (docs: no secret is stored).
+    const stored = await t.system.deps.db.query<{ response: unknown }>(
+      'SELECT response FROM idempotency_keys WHERE scope = $1 AND key = $2',
+      [client.id, key],
+    );
+    expect(JSON.stringify(stored.rows[0]!.response)).not.toContain(first.body.secret);
+    expect(JSON.stringify(stored.rows[0]!.response)).not.toContain('whsec_');
+    // The replay (same key, same body) still answers it, derived again.
+    const replay = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: first.body.address },
+      headers: { 'idempotency-key': key },
+    });
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    // A registration of an existing URL (no secret) replays without one.
+    const key2 = randomUUID();
+    const again = () =>
+      t.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'webhook', address: first.body.address },
+        headers: { 'idempotency-key': key2 },
+      });
+    const a = await again();
+    const b = await again();
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    expect(b.body).toEqual(a.body);
+    expect('secret' in b.body).toBe(false);
+  });
+
   it("POSTs each new notification of the user, signed with the channel's secret, once, even after a replay", async () => {
     const client = await m.client();
     const path = `/hooks/${randomUUID()}`;
