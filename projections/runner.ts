@@ -587,10 +587,11 @@ export function createProjectionRunner(
     const runs = events.map((e) => {
       const keys = [...new Set(p.orderedBy!(e))];
       const before = keys.map((k) => tails.get(k)).filter((t) => t !== undefined);
-      // Started once the earlier events of its keys are settled (failed or not: the batch fails as a whole).
-      const run = Promise.allSettled(before).then(() => slots(() => react(e)));
-      const settled = run.catch(() => undefined);
-      keys.forEach((k) => tails.set(k, settled));
+      // Started once the earlier events of its keys have taken effect. One that failed holds back the rest
+      // of its keys (they fail with it, not run): the batch fails as a whole and is retried one by one in
+      // log order, and a later event's effect (a cancellation mail) must not come before an earlier one's.
+      const run = Promise.all(before).then(() => slots(() => react(e)));
+      keys.forEach((k) => tails.set(k, run));
       return run;
     });
     const outcomes = await Promise.allSettled(runs);

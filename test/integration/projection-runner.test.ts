@@ -321,6 +321,24 @@ describe('projection runner', () => {
     const firstRound = r.log.filter((x) => x.start < failedAt);
     firstRound.forEach((x) => expect(x.end).toBeLessThanOrEqual(failedAt));
   });
+
+  it('a failed reaction holds back the later events of its keys: no effect of a key ever comes before an earlier one', async () => {
+    // Event 4 (key b) fails once; event 9 (key b too) must not take effect before 4 has.
+    const r = timedReactor('keyed-failing-order', (n, attempt) => n === 4 && attempt === 1);
+    await startAt('keyed-failing-order');
+    const { position } = await appendKeyed();
+    const runner = createProjectionRunner(store, database.db, [r.p], log, { baseBackoffMs: 5 });
+    await runner.start();
+    expect(await runner.waitFor(position, 5000, ['keyed-failing-order'])).toBe(true);
+    await runner.stop();
+    for (const key of new Set(keys)) {
+      // The first time each event of the key took effect, in the order they took effect.
+      const firsts: number[] = [];
+      for (const x of r.log.filter((y) => y.key === key).sort((a, b) => a.end - b.end))
+        if (!firsts.includes(x.n)) firsts.push(x.n);
+      expect(firsts).toEqual(keys.flatMap((k, n) => (k === key ? [n] : [])));
+    }
+  });
 });
 
 describe('projection runner: one subscription per process, fanned out', () => {
