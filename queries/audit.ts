@@ -183,7 +183,8 @@ export function auditQueries(deps: AppDeps): Router {
     const from = q.from !== undefined ? Date.parse(q.from) : -Infinity;
     const to = q.to !== undefined ? Date.parse(q.to) : Infinity;
     const types = q.type ? new Set(q.type.split(',').map((s) => s.trim())) : null;
-    const prefix = q.stream_prefix ?? '';
+    // Stream names are lower case (ids are lower-cased uuids): `payment-<UPPER-UUID>` is that payment's prefix.
+    const prefix = (q.stream_prefix ?? '').toLowerCase();
     // A snapshot: events up to the head when the request came, so the answer ends.
     const head = await deps.store.headPosition();
     const store = deps.store;
@@ -199,7 +200,12 @@ export function auditQueries(deps: AppDeps): Router {
             return;
           }
           const at = e.createdAt.getTime();
-          if (at >= from && at <= to && e.streamName.startsWith(prefix) && (!types || types.has(e.type)))
+          if (
+            at >= from &&
+            at <= to &&
+            e.streamName.toLowerCase().startsWith(prefix) &&
+            (!types || types.has(e.type))
+          )
             chunk += JSON.stringify(eventOut(e)) + '\n';
         }
         if (chunk) yield chunk; // the stream waits here until the client has taken it

@@ -319,6 +319,11 @@ describe('history export: GET /api/v1/audit/events', () => {
     }
     expect((await get('after=9223372036854775807')).length).toBe(0);
 
+    // A stream prefix with an upper-case uuid finds the stream, as the stream audit does (its names are lower case).
+    const one = await get(`stream_prefix=payment-${w.session.paymentId}`);
+    expect(one.length).toBeGreaterThan(0);
+    expect(await get(`stream_prefix=payment-${w.session.paymentId.toUpperCase()}`)).toEqual(one);
+
     expect((await t.request('GET', '/api/v1/audit/events')).status).toBe(401);
     expect((await t.request('GET', '/api/v1/audit/events', { token: w.coach.token })).status).toBe(403);
   });
