@@ -1,4 +1,5 @@
 import * as t from 'io-ts';
+import { isLeft } from 'fp-ts/Either';
 import { Uuid, boundedString, intIn, isCalendarDate, refine, strict } from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
 
@@ -13,11 +14,24 @@ export const isIanaZone = (zone: string): boolean => {
     return false;
   }
 };
-export const IanaTimezone = refine(
-  t.string,
-  isIanaZone,
-  'timezone',
-  'Input should be a valid IANA time zone name',
+const ZONE_MESSAGE = 'Input should be a valid IANA time zone name';
+const ValidZone = refine(t.string, isIanaZone, 'timezone', ZONE_MESSAGE);
+/** The zone's canonical name: Intl takes names in any case ("europe/berlin") and answers this one. */
+export const canonicalZone = (zone: string): string =>
+  new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
+/** A valid zone, decoded to its canonical name (so the profile stores "Europe/Berlin", not as sent). */
+export const IanaTimezone = Object.assign(
+  new t.Type<string, string, unknown>(
+    'timezone',
+    ValidZone.is,
+    (u, c) => {
+      const r = ValidZone.validate(u, c);
+      return isLeft(r) ? r : t.success(canonicalZone(r.right));
+    },
+    t.identity,
+  ),
+  // Documented like the refinement it is (src/http/openapi/jsonSchema.ts).
+  { refinementOf: t.string, refinementMessage: ZONE_MESSAGE },
 );
 
 /** YYYY-MM-DD that is a real calendar day (shared with the other codecs). */

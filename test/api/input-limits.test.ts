@@ -1,0 +1,33 @@
+import { randomUUID } from 'node:crypto';
+import { marketplace } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+/**
+ * Small input rules that were missing: a profile's time zone is stored by its canonical name whatever case
+ * it came in, a language cannot hold the comma endpoint 12 joins the list with, an e-mail channel's
+ * address has the 254-character limit a profile e-mail has, and a service has a bounded list of types.
+ */
+
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem({ clock: () => new Date('2026-12-01T08:00:00Z') });
+  m = marketplace(t);
+});
+afterAll(() => t?.close());
+
+const putUser = (id: string, body: Record<string, unknown>) =>
+  t.request('PUT', `/api/v1/users/${id}`, { token: m.service(), body });
+const basics = { firstName: 'A', lastName: 'B', email: 'a@b.co', type: 'client' };
+
+it("stores a profile's time zone by its canonical name, whatever case it was sent in", async () => {
+  const id = randomUUID();
+  const res = await putUser(id, { ...basics, timezone: 'europe/berlin' });
+  expect(res.status).toBe(200);
+  expect(res.body.timezone).toBe('Europe/Berlin');
+  const upper = await putUser(id, { timezone: 'AMERICA/ARGENTINA/BUENOS_AIRES' });
+  expect(upper.body.timezone).toBe('America/Buenos_Aires');
+  const utc = await putUser(id, { timezone: 'utc' });
+  expect(utc.body.timezone).toBe('UTC');
+  expect((await putUser(id, { timezone: 'Europe/Nowhere' })).status).toBe(422);
+});
