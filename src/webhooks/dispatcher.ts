@@ -29,6 +29,8 @@ interface Due {
   url: string;
   payload: string;
   attempts: number;
+  /** The user removed the channel while this delivery was claimed. */
+  removed: boolean;
 }
 
 /**
@@ -50,6 +52,15 @@ export function createWebhookDispatcher(
   let unwatch: (() => void) | undefined;
 
   const attempt = async (row: Due, now: Date, signingKey: string): Promise<boolean> => {
+    if (row.removed) {
+      // A claim left by a sender that died after its channel was removed: not sent again, closed.
+      await deps.db.query(
+        `UPDATE webhook_deliveries SET status = 'failed', claimed_at = NULL, next_attempt_at = NULL,
+           last_error = 'channel removed' WHERE id = $1`,
+        [row.id],
+      );
+      return false;
+    }
     const n = row.attempts + 1;
     const timestamp = Math.floor(now.getTime() / 1000);
     const secret = channelSecret(signingKey, row.channel_id);
@@ -123,11 +134,11 @@ export function createWebhookDispatcher(
        WHERE id IN (
          SELECT id FROM webhook_deliveries
          WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-            OR (status = 'sending' AND claimed_at < $2 AND channel_removed_at IS NULL)
+            OR (status = 'sending' AND claimed_at < $2)
          ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${BATCH})
          AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-            OR (status = 'sending' AND claimed_at < $2 AND channel_removed_at IS NULL))
-       RETURNING id, channel_id, url, payload, attempts`,
+            OR (status = 'sending' AND claimed_at < $2))
+       RETURNING id, channel_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed`,
       [now.toISOString(), new Date(now.getTime() - STALE_CLAIM_MS).toISOString()],
     );
     const results = await Promise.all(due.rows.map((row) => attempt(row, now, signingKey)));

@@ -464,6 +464,47 @@ describe('listing and removing channels', () => {
     expect(back.secret).not.toBe(hook.secret);
   });
 
+  it('closes, without sending, a claim a dead sender left on a channel removed since', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    receiver.script(path, [500]);
+    const hook = await registerHook(client.token, path);
+    await book(client);
+    await hooksAt(path, 1);
+    const { db } = t.system.deps;
+    const row = async () =>
+      (
+        await db.query<{ status: string; last_error: string }>(
+          'SELECT status, last_error FROM webhook_deliveries WHERE channel_id = $1',
+          [hook.id],
+        )
+      ).rows;
+    await eventually(row, (r) => r[0]?.status === 'pending');
+    // As if another instance claimed it for its second attempt and died; then the user removed the channel.
+    now = new Date(now.getTime() + 30_000);
+    await db.query(
+      `UPDATE webhook_deliveries SET status = 'sending', claimed_at = $2 WHERE channel_id = $1`,
+      [hook.id, now.toISOString()],
+    );
+    expect(
+      (await t.request('DELETE', `/api/v1/notification/channel/${hook.id}`, { token: client.token })).status,
+    ).toBe(200);
+    await eventually(
+      async () =>
+        (
+          await db.query(
+            'SELECT 1 FROM webhook_deliveries WHERE channel_id = $1 AND channel_removed_at IS NOT NULL',
+            [hook.id],
+          )
+        ).rowCount,
+      (n) => n === 1,
+    );
+    now = new Date(now.getTime() + 121_000);
+    expect(await t.system.deliverWebhooks()).toBe(0);
+    expect(receiver.at(path)).toHaveLength(1);
+    expect(await row()).toEqual([{ status: 'failed', last_error: 'channel removed' }]);
+  });
+
   it('drops what was queued for a removed channel and not sent yet; a failing attempt under way is not retried', async () => {
     const client = await m.client();
     const path = `/hooks/${randomUUID()}`;
