@@ -43,6 +43,14 @@ const BirthDate = refine(
   'Input should be a valid date in the format YYYY-MM-DD',
 );
 
+/** One language (1 to 35 characters): no comma, since the User view (12) joins the list with commas. */
+const Language = refine(
+  boundedString(35, 1),
+  (s) => !s.includes(','),
+  'language',
+  'A language should have 1 to 35 characters and no comma',
+);
+
 const Email = refine(
   t.string,
   // One mailbox the mailer can send to (src/mail/compose.ts), with a dot in its domain.
@@ -71,7 +79,7 @@ export const UpsertUserProfileBody = strict(
     phone: Phone,
     whatsapp: Phone,
     timezone: IanaTimezone,
-    languages: t.array(boundedString(35, 1)),
+    languages: t.array(Language),
     gender: text(40),
     birthDate: t.union([BirthDate, t.null]),
     description: text(5000),

@@ -31,3 +31,11 @@ it("stores a profile's time zone by its canonical name, whatever case it was sen
   expect(utc.body.timezone).toBe('UTC');
   expect((await putUser(id, { timezone: 'Europe/Nowhere' })).status).toBe(422);
 });
+
+it('refuses a language with a comma (the User view joins the list with commas)', async () => {
+  const id = randomUUID();
+  const res = await putUser(id, { ...basics, languages: ['en', 'pt,br'] });
+  expect(res.status).toBe(422);
+  expect(res.body.detail[0].loc).toEqual(['body', 'languages', 1]);
+  expect((await putUser(id, { ...basics, languages: ['en', 'pt-BR'] })).status).toBe(200);
+});
