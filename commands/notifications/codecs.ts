@@ -32,9 +32,12 @@ export function channelAddressProblem(
   address: string,
   allowLoopback = false,
 ): string | null {
-  // One mailbox, as profiles are checked: no list, quotes or angle brackets a mail header would misread.
+  // One mailbox, as profiles are checked: no list, quotes or angle brackets a mail header would misread,
+  // and at most 254 characters (the longest address SMTP carries).
   if (type === 'email')
-    return EMAIL_RE.test(address) && isMailbox(address) ? null : 'Input should be an e-mail address';
+    return address.length <= 254 && EMAIL_RE.test(address) && isMailbox(address)
+      ? null
+      : 'Input should be an e-mail address (at most 254 characters)';
   if (type === 'webhook') return webhookUrlProblem(address, allowLoopback);
   return /^\S+$/.test(address) ? null : 'Input should be a push token without spaces';
 }

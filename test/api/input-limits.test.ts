@@ -39,3 +39,21 @@ it('refuses a language with a comma (the User view joins the list with commas)',
   expect(res.body.detail[0].loc).toEqual(['body', 'languages', 1]);
   expect((await putUser(id, { ...basics, languages: ['en', 'pt-BR'] })).status).toBe(200);
 });
+
+it('refuses an e-mail channel address over 254 characters, like a profile e-mail', async () => {
+  const user = await m.client();
+  const long = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.example`; // 266
+  expect(long.length).toBeGreaterThan(254);
+  const res = await t.request('POST', '/api/v1/notification/channel', {
+    token: user.token,
+    body: { type: 'email', address: long },
+  });
+  expect(res.status).toBe(422);
+  expect(res.body.detail[0].loc).toEqual(['body', 'address']);
+  const fits = `${'a'.repeat(64)}@${'b'.repeat(63)}.example`;
+  const ok = await t.request('POST', '/api/v1/notification/channel', {
+    token: user.token,
+    body: { type: 'email', address: fits },
+  });
+  expect(ok.status).toBe(200);
+});
