@@ -110,16 +110,25 @@ export async function bookingOfSession(
   userId: string,
   sessionId: string,
 ): Promise<string | null> {
+  return (await sessionParty(store, userId, sessionId))?.groupId ?? null;
+}
+
+/** `bookingOfSession`, with the user's part in it: its client, or its coach. */
+export async function sessionParty(
+  store: EventStore,
+  userId: string,
+  sessionId: string,
+): Promise<{ groupId: string; as: 'client' | 'coach' } | null> {
   const [asClient, calendar] = await Promise.all([
     clientBookings(store, userId),
     store.readStream(calendarStream(userId)),
   ]);
   const listed = asClient.find((b) => b.sessionIds.includes(sessionId));
-  if (listed) return listed.groupId;
+  if (listed) return { groupId: listed.groupId, as: 'client' };
   for (const e of calendar.events) {
     if (e.type !== 'SlotsReserved') continue;
     const d = e.data as SlotsReserved['data'];
-    if (d.sessions.some((s) => s.sessionId === sessionId)) return d.groupId;
+    if (d.sessions.some((s) => s.sessionId === sessionId)) return { groupId: d.groupId, as: 'coach' };
   }
   return null;
 }

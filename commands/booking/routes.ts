@@ -21,7 +21,7 @@ import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { travelMinutes } from '../calendar/travel';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
-import { bookingOfSession, listBooking, listingAppend } from './lookups';
+import { listBooking, listingAppend, sessionParty } from './lookups';
 import { bookingAppends, completeBooking } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
@@ -259,8 +259,11 @@ export function bookingCommands(deps: AppDeps): Router {
     const { userId } = currentPrincipal(ctx);
     // The booking stream is found from the caller's own streams (its bookings as client, its calendar as
     // coach), never from the sessions read model: a session booked a moment ago is there already.
-    const groupId = await bookingOfSession(deps.store, userId, sessionId);
-    if (!groupId) throw notFound('session_not_found', 'no such session');
+    const party = await sessionParty(deps.store, userId, sessionId);
+    if (!party) throw notFound('session_not_found', 'no such session');
+    const { groupId } = party;
+    // The events record the caller's part in the session as its role, not the token's first role.
+    ctx.state.principal = { ...currentPrincipal(ctx), acting: party.as };
     const now = deps.clock().toISOString();
     const { events, state } = await runCommand(
       deps,

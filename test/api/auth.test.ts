@@ -116,4 +116,20 @@ describe('the role recorded with an event', () => {
     // process's, on EventStoreDB).
     expect(await lastActor(`calendar-${coach.id}`)).toEqual({ userId: other.id, role: 'client' });
   });
+
+  it("is the caller's part in the session for a session action (coach), whatever the token's first role", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const approved = await t.request('POST', `/api/v1/session/${booked.body[0].id}/approve`, {
+      token: t.token(coach.id, ['client', 'coach']),
+    });
+    expect(approved.status).toBe(200);
+    expect(await lastActor(`booking-${booked.body[0].groupId}`)).toEqual({ userId: coach.id, role: 'coach' });
+  });
 });
