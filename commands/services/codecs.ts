@@ -12,6 +12,9 @@ const Currency = refine(
 /** The longest session a service may have (a hold never lasts longer). */
 export const MAX_SESSION_MINUTES = 480;
 
+/** A service's types all show on its coach's public profile (13): a short list. */
+export const MAX_SERVICE_TYPES = 20;
+
 /** Every editable Service field with its rule; which are required differs between create and edit. */
 const required = {
   name: boundedString(200, 1),
@@ -24,7 +27,12 @@ const optional = {
   promo: t.boolean,
   serviceOtherType: boundedString(200),
   sessionCancellationHours: intIn(0, 720, 'hours'),
-  serviceTypes: t.array(boundedString(100, 1)),
+  serviceTypes: refine(
+    t.array(boundedString(100, 1)),
+    (a) => a.length <= MAX_SERVICE_TYPES,
+    'service_types',
+    `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,
+  ),
   numberOfSessions: intIn(1, 100, 'sessions'),
   expiresInDays: intIn(1, 3650, 'days'),
   groupSession: t.boolean,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { MAX_SERVICE_TYPES } from '../../commands/services/codecs';
 import { marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -56,4 +57,26 @@ it('refuses an e-mail channel address over 254 characters, like a profile e-mail
     body: { type: 'email', address: fits },
   });
   expect(ok.status).toBe(200);
+});
+
+it(`a service has at most ${MAX_SERVICE_TYPES} service types (422 beyond, on create and edit)`, async () => {
+  const coach = await m.coach();
+  const types = (n: number) => Array.from({ length: n }, (_, i) => `type ${i}`);
+  const body = { name: 'S', price: 10, priceCurrency: 'EUR', sessionMinutesDuration: 60 };
+  const tooMany = await t.request('POST', '/api/v1/coach/services', {
+    token: coach.token,
+    body: { ...body, serviceTypes: types(MAX_SERVICE_TYPES + 1) },
+  });
+  expect(tooMany.status).toBe(422);
+  expect(tooMany.body.detail[0].loc).toEqual(['body', 'serviceTypes']);
+  const created = await t.request('POST', '/api/v1/coach/services', {
+    token: coach.token,
+    body: { ...body, serviceTypes: types(MAX_SERVICE_TYPES) },
+  });
+  expect(created.status).toBe(200);
+  const edit = await t.request('PUT', `/api/v1/coach/services/${created.body.id}`, {
+    token: coach.token,
+    body: { serviceTypes: types(MAX_SERVICE_TYPES + 1) },
+  });
+  expect(edit.status).toBe(422);
 });
