@@ -400,4 +400,34 @@ describe('secrets in audit answers', () => {
     const own = await t.request('GET', `/api/v1/payment/${session.paymentId}`, { token: client.token });
     expect(own.body).toMatchObject({ clientSecret: 'cs_live_SECRET1' });
   });
+
+  it("shows a webhook's or push channel's address as redacted (a hook URL is a capability), an e-mail channel's as is", async () => {
+    const client = await m.client();
+    const channels = [
+      { type: 'webhook', address: 'https://hooks.example.com/services/T0/B0/HOOKSECRET1' },
+      { type: 'push', address: 'push-token-HOOKSECRET2' },
+      { type: 'email', address: 'inbox@example.com' },
+    ];
+    for (const body of channels)
+      expect(
+        (await t.request('POST', '/api/v1/notification/channel', { token: client.token, body })).status,
+      ).toBe(200);
+    await settled();
+    const streamAudit = await audit(`/api/v1/audit/streams/notifications-${client.id}`);
+    expect(streamAudit.status).toBe(200);
+    const exported = await (
+      await fetch(`${t.baseUrl}/api/v1/audit/events?stream_prefix=notifications-${client.id}`, {
+        headers: { authorization: `Bearer ${auditor}` },
+      })
+    ).text();
+    for (const answer of [JSON.stringify(streamAudit.body), exported]) {
+      expect(answer).not.toMatch(/HOOKSECRET/);
+      expect(answer).toContain('inbox@example.com');
+    }
+    expect(streamAudit.body.events.map((e: { data: { type: string; address: string } }) => e.data)).toEqual([
+      expect.objectContaining({ type: 'webhook', address: '[redacted]' }),
+      expect.objectContaining({ type: 'push', address: '[redacted]' }),
+      expect.objectContaining({ type: 'email', address: 'inbox@example.com' }),
+    ]);
+  });
 });
