@@ -334,6 +334,22 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     const other = await keyed('/api/v1/storage/video', key, [{ name: 'file', ...mp4() }]);
     expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
     expect((await list(c.token)).map((v) => v.id)).toEqual([first.body.id]);
+    // The text fields in another order are the same form: replayed, not 422.
+    const titled = mp4();
+    const titledKey = randomUUID();
+    const titledFirst = await keyed('/api/v1/storage/video', titledKey, [
+      { name: 'title', value: 'Serve' },
+      { name: 'description', value: 'Drills' },
+      { name: 'file', ...titled },
+    ]);
+    expect(titledFirst.status).toBe(200);
+    const titledRetry = await keyed('/api/v1/storage/video', titledKey, [
+      { name: 'file', ...titled },
+      { name: 'description', value: 'Drills' },
+      { name: 'title', value: 'Serve' },
+    ]);
+    expect(titledRetry).toEqual({ ...titledFirst, replayed: 'true' });
+    expect(await list(c.token)).toHaveLength(2);
 
     const image = png();
     const mediaKey = randomUUID();
