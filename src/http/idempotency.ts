@@ -6,7 +6,7 @@ import type { Database } from '../db/database';
 import type { Principal } from './auth';
 import { HttpError } from './errors';
 import { renderError } from './render';
-import { receivedRequestHash, requestHash } from './requestIdentity';
+import { receivedRequestHash, requestHash, storedHashes } from './requestIdentity';
 
 /** How long a key is kept (then forgotten: src/idempotencyPruner.ts). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -41,20 +41,6 @@ export function keyedNewId(fallback: () => string): () => string {
 }
 
 /**
- * `Idempotency-Key` for POST commands (DESIGN section 5). Keys are scoped to the caller and kept 24 h:
- * the same key and request replays the first answer; the same key with another request is 422
- * `idempotency_key_reused`; a repeat while the first is still running is 409. Server errors, 503 and the
- * 409 `conflict` answers that ask to retry (contention) are not remembered, so the client may retry them
- * with the same key.
- *
- * Crash safety: a request that died without an answer leaves its key claimed with no answer. Once the
- * claim is older than `IDEMPOTENCY_LEASE_MS` (30 s) a retry takes it over and runs the request again, with
- * the same ids (`keyedNewId`) and the same `idempotencyTag`; every command that the first run stored is
- * then found in its stream and answered from there instead of being decided again (`handleCommand`), so
- * the retry gets the original outcome and nothing happens twice. The table is only a lock and an answer
- * cache: the log decides, so a lost or rebuilt read-model database loses no idempotency either.
- */
-/**
  * How a route's successful answer is kept for its key and given back on a replay, when it holds what must
  * not be stored as is (a webhook's secret: kept as a mark, derived again for the replay).
  */
@@ -63,6 +49,21 @@ export interface KeptAnswer {
   replay(stored: unknown): unknown;
 }
 
+/**
+ * `Idempotency-Key` for POST commands (DESIGN section 5). Keys are scoped to the caller and kept 24 h:
+ * the same key and request (the same JSON value: `requestHash`) replays the first answer; the same key
+ * with another request is 422 `idempotency_key_reused`; a repeat while the first is still running is 409.
+ * Server errors, 503 and the 409 `conflict` answers that ask to retry (contention) are not remembered, so
+ * the client may retry them with the same key.
+ *
+ * Crash safety: a request that died without an answer leaves its key claimed with no answer. Once the
+ * claim is older than `IDEMPOTENCY_LEASE_MS` (30 s) a retry takes it over and runs the request again, with
+ * the same ids (`keyedNewId`) and the same `idempotencyTag`; every command that the first run stored is
+ * then found in its stream and answered from there instead of being decided again (`handleCommand`), so
+ * the retry gets the original outcome and nothing happens twice. The table is only a lock and an answer
+ * cache: the log decides, so a lost or rebuilt read-model database loses no idempotency either (for a
+ * retry sent as the first was: without the row, the tag is that of the body's text as received).
+ */
 export function idempotent(
   deps: { db: Database; config: Pick<Config, 'idempotencyLeaseMs'> },
   kept?: KeptAnswer,
@@ -75,7 +76,13 @@ export function idempotent(
     if (key.length > 200)
       throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
     const scope = (ctx.state.principal as Principal | undefined)?.userId ?? 'anonymous';
-    let hash = requestHash(ctx.method, ctx.path, ctx.request.body);
+    // A claim stores both hashes of the request: its value's, which retries are compared by, and its
+    // text's as received, which the tag (and so every id) is derived from, as before bodies were compared
+    // as values: a request run before that change keeps its tag, even where its key's row is lost.
+    const value = requestHash(ctx.method, ctx.path, ctx.request.body);
+    const received = receivedRequestHash(ctx.method, ctx.path, ctx.request.body);
+    let stored = `${value} ${received}`;
+    let tagHash = received;
 
     await db.query(
       `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`,
@@ -83,7 +90,7 @@ export function idempotent(
     );
     const claimed = await db.query(
       `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING key`,
-      [scope, key, hash],
+      [scope, key, stored],
     );
     if (claimed.rowCount === 0) {
       const prior = await db.query<{ request_hash: string; status: number | null; response: unknown }>(
@@ -97,19 +104,16 @@ export function idempotent(
           'conflict',
           'the request with this Idempotency-Key is being retried; try again',
         );
-      // A key claimed before bodies were compared as JSON values holds the hash of the body's text as it
-      // arrived: a retry sent in that order is still the same request.
-      if (
-        row.request_hash !== hash &&
-        row.request_hash !== receivedRequestHash(ctx.method, ctx.path, ctx.request.body)
-      )
+      const first = storedHashes(row.request_hash);
+      if (first.value !== value && first.received !== received)
         throw new HttpError(
           422,
           'idempotency_key_reused',
           'this Idempotency-Key was used for a different request',
         );
-      // From here on the key's own hash: the tag (and so every id) of a run is that of the first run.
-      hash = row.request_hash;
+      // The first run's tag: a run again names the same ids, however this retry ordered its body's keys.
+      stored = row.request_hash;
+      tagHash = first.received;
       if (row.status !== null) {
         ctx.status = row.status;
         ctx.body = kept && ok(row.status) ? kept.replay(row.response) : row.response;
@@ -122,7 +126,7 @@ export function idempotent(
          WHERE scope = $1 AND key = $2 AND status IS NULL AND request_hash = $3
            AND created_at < now() - make_interval(secs => $4::double precision / 1000)
          RETURNING key`,
-        [scope, key, hash, leaseMs],
+        [scope, key, stored, leaseMs],
       );
       if (takenOver.rowCount === 0)
         throw new HttpError(409, 'conflict', 'a request with this Idempotency-Key is still in progress');
@@ -133,7 +137,7 @@ export function idempotent(
         'UPDATE idempotency_keys SET status = $3, response = $4::jsonb WHERE scope = $1 AND key = $2',
         [scope, key, status, JSON.stringify(body ?? null)],
       );
-    const tag = idempotencyTag(scope, key, hash);
+    const tag = idempotencyTag(scope, key, tagHash);
     ctx.state.idempotencyTag = tag;
     try {
       await keyed.run({ tag, n: 0 }, () => next());

@@ -16,16 +16,23 @@ const sortedKeys = (_key: string, value: unknown) =>
 
 /**
  * Hash of what makes two requests "the same request" for an Idempotency-Key: method, path and body, the
- * body as a JSON value (the order its object keys came in does not count). For a body whose keys came
- * sorted (and every body without objects of two keys or more) it is `receivedRequestHash`, the hash the
- * service took before, so such requests keep their tag (and ids) across the change.
+ * body as a JSON value (the order its object keys came in does not count).
  */
 export const requestHash = (method: string, path: string, body: unknown) =>
   hashOf(method, path, JSON.stringify(body ?? null, sortedKeys));
 
 /**
- * The hash keys claimed before the change were stored with: the body's text in the order it arrived.
- * A key row holding it still matches a retry sent in the same order (src/http/idempotency.ts).
+ * Hash of the request with its body's text in the order it arrived: what keys were compared by before
+ * bodies were compared as values, and what a keyed request's tag (so its ids) is still derived from.
  */
 export const receivedRequestHash = (method: string, path: string, body: unknown) =>
   hashOf(method, path, JSON.stringify(body ?? null));
+
+/**
+ * The hashes a key's row holds (`request_hash`): "<value> <received>"; a row claimed before bodies were
+ * compared as values holds only the received one.
+ */
+export function storedHashes(text: string): { value: string | null; received: string } {
+  const [a, b] = text.split(' ');
+  return b === undefined ? { value: null, received: a! } : { value: a!, received: b };
+}
