@@ -72,9 +72,18 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** Why a JWT secret is too weak to trust in production (published, or under 32 bytes), or null. */
+function weakSecretProblem(secret: string): string | null {
+  if (KNOWN_DEV_SECRETS.some((k) => k.toLowerCase() === secret.trim().toLowerCase()))
+    return 'JWT_SECRET is a published development value; set a random secret of 32 bytes or more';
+  if (Buffer.byteLength(secret) < 32) return 'JWT_SECRET must be at least 32 bytes with NODE_ENV=production';
+  return null;
+}
+
 /**
  * With NODE_ENV=production a missing, short or published JWT secret is refused: anyone could mint an admin
- * or service token with it.
+ * or service token with it. With JWT_PUBLIC_KEY it signs no token, but webhook secrets may be derived from
+ * it (see webhookConfig), so a weak one is refused there.
  */
 function checkProductionSecrets(env: NodeJS.ProcessEnv) {
   if (env.NODE_ENV !== 'production') return;
@@ -82,12 +91,8 @@ function checkProductionSecrets(env: NodeJS.ProcessEnv) {
   const secret = env.JWT_SECRET;
   if (!secret)
     throw new ConfigError('NODE_ENV=production needs JWT_SECRET (at least 32 bytes) or JWT_PUBLIC_KEY');
-  if (KNOWN_DEV_SECRETS.some((k) => k.toLowerCase() === secret.trim().toLowerCase()))
-    throw new ConfigError(
-      'JWT_SECRET is a published development value; set a random secret of 32 bytes or more',
-    );
-  if (Buffer.byteLength(secret) < 32)
-    throw new ConfigError('JWT_SECRET must be at least 32 bytes with NODE_ENV=production');
+  const problem = weakSecretProblem(secret);
+  if (problem) throw new ConfigError(problem);
 }
 
 const positiveInt = (env: NodeJS.ProcessEnv, name: string, fallback: number) => {
@@ -122,6 +127,13 @@ function webhookConfig(env: NodeJS.ProcessEnv): Config['webhooks'] {
     return { signingKey: given, usingDevKey: false, allowLoopback };
   }
   if (!production) return { signingKey: DEV_WEBHOOK_KEY, usingDevKey: true, allowLoopback };
+  // Tokens checked by JWT_PUBLIC_KEY leave JWT_SECRET unchecked above; a weak one left in the environment
+  // would make every webhook signature forgeable.
+  const weak = env.JWT_SECRET ? weakSecretProblem(env.JWT_SECRET) : null;
+  if (weak)
+    throw new ConfigError(
+      `${weak}: webhook secrets are derived from it while WEBHOOK_SIGNING_KEY is unset (set that, or remove JWT_SECRET)`,
+    );
   const derived = env.JWT_SECRET
     ? createHmac('sha256', env.JWT_SECRET).update('webhook-signing-key').digest('hex')
     : null;

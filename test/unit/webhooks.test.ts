@@ -107,4 +107,15 @@ describe('webhook configuration', () => {
     expect(derived).not.toBe(jwtSecret);
     expect(prod({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----' }).signingKey).toBeNull();
   });
+
+  it('in production with JWT_PUBLIC_KEY, refuses to derive webhook secrets from a weak JWT_SECRET left set', () => {
+    const publicKey = '-----BEGIN PUBLIC KEY-----';
+    for (const weak of ['secret', 'dev-only-secret-change-me', 'x'.repeat(31)])
+      expect(() => prod({ JWT_PUBLIC_KEY: publicKey, JWT_SECRET: weak })).toThrow(/WEBHOOK_SIGNING_KEY/);
+    expect(
+      prod({ JWT_PUBLIC_KEY: publicKey, JWT_SECRET: 'short', WEBHOOK_SIGNING_KEY: 'w'.repeat(32) })
+        .signingKey,
+    ).toBe('w'.repeat(32));
+    expect(prod({ JWT_PUBLIC_KEY: publicKey, JWT_SECRET: jwtSecret }).signingKey).toMatch(/^[0-9a-f]{64}$/);
+  });
 });
