@@ -7,7 +7,7 @@ import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import type { Principal } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
-import { Uuid, decode } from '../src/http/validation';
+import { Paging, Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
 import { coalesced, perDatabase } from '../src/db/coalesce';
 
@@ -48,11 +48,17 @@ export async function findService(
 }
 
 /** A coach's services, newest first; only approved ones unless `all`. */
-export async function coachServices(db: Queryable, coachId: string, all: boolean): Promise<ServiceOut[]> {
+/** The coach's services, newest first; `limit` (none: all) and `offset` page through them. */
+export async function coachServices(
+  db: Queryable,
+  coachId: string,
+  all: boolean,
+  { limit, offset = 0 }: { limit?: number; offset?: number } = {},
+): Promise<ServiceOut[]> {
   const res = await db.query<ServiceRow>(
     `SELECT id, coach_id, status, fields FROM services WHERE coach_id = $1 ${all ? '' : "AND status = 'approved'"}
-     ORDER BY created_at DESC, id`,
-    [coachId],
+     ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`,
+    [coachId, limit ?? null, offset],
   );
   return res.rows.map(rowToOut);
 }
@@ -72,9 +78,11 @@ export function serviceQueries(deps: AppDeps): Router {
   // 10. A coach's services.
   router.get('/api/v1/coach/:coach_id/services', async (ctx) => {
     const coachId = decode(t.type({ coach_id: Uuid }), ctx.params, 'path').coach_id.toLowerCase();
+    // "Lists all services": all without `limit`, as the interface document says; `limit`/`offset` page.
+    const page = decode(Paging, ctx.query, 'query');
     const caller = optionalPrincipal(ctx);
     if (!(await isCoach(deps.db, coachId))) throw notFound('coach_not_found', 'no such coach');
-    ctx.body = await coachServices(deps.db, coachId, canSeeUnapproved(caller, coachId));
+    ctx.body = await coachServices(deps.db, coachId, canSeeUnapproved(caller, coachId), page);
   });
   return router;
 }

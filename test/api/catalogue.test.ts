@@ -181,6 +181,23 @@ describe('services: create, edit, approve, reject, read', () => {
     ).toEqual([id]);
   });
 
+  it("lists all of a coach's services without limit (10), newest first, and pages them with limit and offset", async () => {
+    const coach = await newCoach();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await newService(coach, { name: `Service ${i}` }));
+    const list = async (q = '') =>
+      (await t.request('GET', `/api/v1/coach/${coach.id}/services${q}`)).body.map(
+        (s: { id: string }) => s.id,
+      );
+    const newestFirst = [...ids].reverse();
+    expect(await list()).toEqual(newestFirst);
+    expect(await list('?limit=2')).toEqual(newestFirst.slice(0, 2));
+    expect(await list('?limit=2&offset=2')).toEqual(newestFirst.slice(2));
+    const bad = await t.request('GET', `/api/v1/coach/${coach.id}/services?limit=0`);
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0].loc).toEqual(['query', 'limit']);
+  });
+
   it('answers many GETs of different services made at once each with its own service (one shared look-up)', async () => {
     const coach = await newCoach();
     const approved = await Promise.all(

@@ -130,6 +130,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     endpoint: 10,
     tag: 'Services',
     summary: "A coach's services (unapproved ones to the coach and admins only)",
+    query: Paging,
     answer: list(A.ServiceOutCodec),
   },
   'GET /api/v1/coach/:coach_id/availability': {
