@@ -6,7 +6,7 @@ import type { Database } from '../db/database';
 import type { Principal } from './auth';
 import { HttpError } from './errors';
 import { renderError } from './render';
-import { receivedRequestHash, requestHash, storedHashes } from './requestIdentity';
+import { receivedRequestHash, requestHash } from './requestIdentity';
 
 /** How long a key is kept (then forgotten: src/idempotencyPruner.ts). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -76,25 +76,30 @@ export function idempotent(
     if (key.length > 200)
       throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
     const scope = (ctx.state.principal as Principal | undefined)?.userId ?? 'anonymous';
-    // A claim stores both hashes of the request: its value's, which retries are compared by, and its
-    // text's as received, which the tag (and so every id) is derived from, as before bodies were compared
-    // as values: a request run before that change keeps its tag, even where its key's row is lost.
+    // A claim stores both hashes of the request: its value's (value_hash), which retries are compared by,
+    // and its text's as received (request_hash, as before bodies were compared as values), which the tag
+    // (and so every id) is derived from: a request run before that change keeps its tag, even where its
+    // key's row is lost, and an instance still running the code before reads the rows as it did.
     const value = requestHash(ctx.method, ctx.path, ctx.request.body);
-    const received = receivedRequestHash(ctx.method, ctx.path, ctx.request.body);
-    let stored = `${value} ${received}`;
-    let tagHash = received;
+    let received = receivedRequestHash(ctx.method, ctx.path, ctx.request.body);
 
     await db.query(
       `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`,
       [scope, key],
     );
     const claimed = await db.query(
-      `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING key`,
-      [scope, key, stored],
+      `INSERT INTO idempotency_keys (scope, key, request_hash, value_hash) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING key`,
+      [scope, key, received, value],
     );
     if (claimed.rowCount === 0) {
-      const prior = await db.query<{ request_hash: string; status: number | null; response: unknown }>(
-        'SELECT request_hash, status, response FROM idempotency_keys WHERE scope = $1 AND key = $2',
+      const prior = await db.query<{
+        request_hash: string;
+        value_hash: string | null;
+        status: number | null;
+        response: unknown;
+      }>(
+        'SELECT request_hash, value_hash, status, response FROM idempotency_keys WHERE scope = $1 AND key = $2',
         [scope, key],
       );
       const row = prior.rows[0];
@@ -104,16 +109,14 @@ export function idempotent(
           'conflict',
           'the request with this Idempotency-Key is being retried; try again',
         );
-      const first = storedHashes(row.request_hash);
-      if (first.value !== value && first.received !== received)
+      if (row.value_hash !== value && row.request_hash !== received)
         throw new HttpError(
           422,
           'idempotency_key_reused',
           'this Idempotency-Key was used for a different request',
         );
       // The first run's tag: a run again names the same ids, however this retry ordered its body's keys.
-      stored = row.request_hash;
-      tagHash = first.received;
+      received = row.request_hash;
       if (row.status !== null) {
         ctx.status = row.status;
         ctx.body = kept && ok(row.status) ? kept.replay(row.response) : row.response;
@@ -126,7 +129,7 @@ export function idempotent(
          WHERE scope = $1 AND key = $2 AND status IS NULL AND request_hash = $3
            AND created_at < now() - make_interval(secs => $4::double precision / 1000)
          RETURNING key`,
-        [scope, key, stored, leaseMs],
+        [scope, key, received, leaseMs],
       );
       if (takenOver.rowCount === 0)
         throw new HttpError(409, 'conflict', 'a request with this Idempotency-Key is still in progress');
@@ -137,7 +140,7 @@ export function idempotent(
         'UPDATE idempotency_keys SET status = $3, response = $4::jsonb WHERE scope = $1 AND key = $2',
         [scope, key, status, JSON.stringify(body ?? null)],
       );
-    const tag = idempotencyTag(scope, key, tagHash);
+    const tag = idempotencyTag(scope, key, received);
     ctx.state.idempotencyTag = tag;
     try {
       await keyed.run({ tag, n: 0 }, () => next());

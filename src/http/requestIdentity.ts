@@ -27,12 +27,3 @@ export const requestHash = (method: string, path: string, body: unknown) =>
  */
 export const receivedRequestHash = (method: string, path: string, body: unknown) =>
   hashOf(method, path, JSON.stringify(body ?? null));
-
-/**
- * The hashes a key's row holds (`request_hash`): "<value> <received>"; a row claimed before bodies were
- * compared as values holds only the received one.
- */
-export function storedHashes(text: string): { value: string | null; received: string } {
-  const [a, b] = text.split(' ');
-  return b === undefined ? { value: null, received: a! } : { value: a!, received: b };
-}

@@ -34,11 +34,11 @@ const postAddress = (token: string, key: string, body: unknown) =>
 
 /**
  * Turns the key's row into what the code before this change left: only the hash of the body's text as
- * received; with `died`, claimed without an answer (its process killed before answering).
+ * received (no value hash); with `died`, claimed without an answer (its process killed before answering).
  */
 async function asClaimedBefore(scope: string, key: string, path: string, body: unknown, died: boolean) {
   const r = await t.system.deps.db.query(
-    `UPDATE idempotency_keys SET request_hash = $3, created_at = now()
+    `UPDATE idempotency_keys SET request_hash = $3, value_hash = NULL, created_at = now()
        ${died ? ', status = NULL, response = NULL' : ''}
      WHERE scope = $1 AND key = $2`,
     [scope, key, receivedRequestHash('POST', path, body)],
@@ -113,7 +113,7 @@ it('a key answered before the change still replays its retry sent as before', as
   expect(retry.body).toEqual(first.body);
 });
 
-it("a keyed request's events carry the tag the code before the change gave them", async () => {
+it("a keyed request's events carry the tag the code before the change gave them; its row reads as before", async () => {
   const coach = await m.coach();
   const key = randomUUID();
   const res = await t.request('POST', '/api/v1/coach/services', {
@@ -129,6 +129,13 @@ it("a keyed request's events carry the tag the code before the change gave them"
     receivedRequestHash('POST', '/api/v1/coach/services', serviceBody),
   );
   expect(events.map((e) => e.metadata.idempotencyTag)).toEqual([formerTag]);
+  // And its key's row holds in request_hash what the code before wrote there: an instance still running
+  // that code (a rolling deploy, a rollback) matches a retry as it did.
+  const row = await t.system.deps.db.query<{ request_hash: string }>(
+    'SELECT request_hash FROM idempotency_keys WHERE scope = $1 AND key = $2',
+    [coach.id, key],
+  );
+  expect(row.rows[0]!.request_hash).toBe(receivedRequestHash('POST', '/api/v1/coach/services', serviceBody));
 });
 
 it('a request that died before the change is run again after it with the same ids, once', async () => {

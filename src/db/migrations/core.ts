@@ -79,4 +79,11 @@ END $$;
     // The pruner (src/idempotencyPruner.ts) deletes keys past their 24 h by this index.
     sql: `CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);`,
   },
+  {
+    version: 5,
+    name: 'idempotency keys: the request as a JSON value',
+    // src/http/idempotency.ts: retries are compared by the body's value (its object keys in any order);
+    // request_hash keeps the hash of the text as received (the tag derives from it; null in older rows).
+    sql: `ALTER TABLE idempotency_keys ADD COLUMN value_hash text;`,
+  },
 ];
