@@ -2,7 +2,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { AppDeps } from '../deps';
-import { jwtMiddleware, presentTokenMustBeValid } from './auth';
+import { jwtMiddleware, presentTokenMustBeValid, principal } from './auth';
 import { emptyJsonBodyIsEmptyObject, errorHandler, requestContext, requireJsonBody } from './middleware';
 import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
@@ -63,17 +63,24 @@ export function createApp(deps: AppDeps): Koa {
 
   const health = new Router();
   health.get('/healthz', async (ctx) => {
+    // Public (load balancers probe it): why something is down (driver errors naming hosts and users, a
+    // failed event's stream with a user's id) is shown to an admin token only.
+    const detailed = ctx.get('authorization') ? principal(ctx).roles.includes('admin') : false;
     const check = async (f: () => Promise<unknown>) =>
       f().then(
         () => 'ok',
-        (e: unknown) => `down: ${e instanceof Error ? e.message : String(e)}`,
+        (e: unknown) => (detailed ? `down: ${e instanceof Error ? e.message : String(e)}` : 'down'),
       );
     const [eventStore, database, leases] = await Promise.all([
       check(() => deps.store.ping()),
       check(() => deps.db.query('SELECT 1')),
       deps.leases.status().catch(() => null),
     ]);
-    const projections = deps.runner.status();
+    const projections = deps.runner.status().map((p) => {
+      if (detailed) return p;
+      const { error: _error, failedEvent: _failedEvent, ...shown } = p;
+      return shown;
+    });
     const healthy =
       eventStore === 'ok' && database === 'ok' && projections.every((p) => p.state !== 'failed');
     ctx.status = healthy ? 200 : 503;
