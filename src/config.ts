@@ -21,6 +21,9 @@ export interface Config {
     usingDevSecret: boolean;
     /** Tokens without `exp`, or expiring further ahead than this, are refused. */
     maxTtlSeconds: number;
+    /** JWT_ISSUER / JWT_AUDIENCE: when set, a token must carry this `iss` / name this `aud`. */
+    issuer?: string;
+    audience?: string;
   };
   http: ServerTimeouts;
   /** A `sending` e-mail claim older than this belongs to a process that died; it is taken over. */
@@ -177,6 +180,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       publicKey: env.JWT_PUBLIC_KEY || undefined,
       usingDevSecret,
       maxTtlSeconds: positiveInt(env, 'JWT_MAX_TTL_SECONDS', DEFAULT_JWT_MAX_TTL_SECONDS),
+      issuer: env.JWT_ISSUER || undefined,
+      audience: env.JWT_AUDIENCE || undefined,
     },
     http: {
       headersTimeoutMs: positiveInt(env, 'HEADERS_TIMEOUT_MS', 10_000),

@@ -20,7 +20,7 @@ export interface Principal {
 
 /** koa-jwt checks the bearer token; it is `passthrough` so routes decide whether a token is needed. */
 export function jwtMiddleware(config: Config): Middleware {
-  const { secret, publicKey } = config.jwt;
+  const { secret, publicKey, issuer, audience } = config.jwt;
   // A KeyObject made once: given a string, jsonwebtoken would build (and first try the wrong kind of) key
   // on every request, which showed as the largest CPU cost of a request in bench/booking.ts.
   const key = publicKey ? createPublicKey(publicKey) : createSecretKey(Buffer.from(secret ?? ''));
@@ -29,6 +29,9 @@ export function jwtMiddleware(config: Config): Middleware {
     algorithms: publicKey ? ['RS256'] : ['HS256'],
     passthrough: true,
     key: 'jwtClaims',
+    // An identity provider's key signs tokens for many services: only those meant for this one count.
+    ...(issuer ? { issuer } : {}),
+    ...(audience ? { audience } : {}),
   }) as unknown as Middleware;
   const { maxTtlSeconds } = config.jwt;
   // A token that never expires (or only in years) cannot be taken back once it leaks: it is refused, and
@@ -157,5 +160,7 @@ export function signToken(
   return jwt.sign({ sub: userId, roles }, key, {
     algorithm: opts.privateKey ? 'RS256' : 'HS256',
     expiresIn: opts.expiresIn ?? 24 * 3600,
+    ...(config.jwt.issuer ? { issuer: config.jwt.issuer } : {}),
+    ...(config.jwt.audience ? { audience: config.jwt.audience } : {}),
   });
 }

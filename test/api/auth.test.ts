@@ -42,6 +42,40 @@ describe('RS256 tokens with JWT_PUBLIC_KEY', () => {
   });
 });
 
+/** JWT_ISSUER and JWT_AUDIENCE: an identity provider's key signs tokens for other services too. */
+describe('tokens meant for this service (JWT_ISSUER, JWT_AUDIENCE)', () => {
+  let t: TestSystem;
+  beforeAll(async () => {
+    t = await startTestSystem({ env: { JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'coaching-api' } });
+  });
+  afterAll(() => t.close());
+
+  const tokenWith = (claims: Record<string, unknown>) =>
+    jwt.sign({ sub: randomUUID(), roles: ['client'], ...claims }, t.config.jwt.secret!, {
+      algorithm: 'HS256',
+      expiresIn: 3600,
+    });
+  const status = async (token: string) => (await t.request('GET', '/api/v1/nav/addreses', { token })).status;
+
+  it('accepts a token with the issuer and naming the audience (alone or among others)', async () => {
+    expect(await status(signToken(t.config, randomUUID(), ['client']))).toBe(200); // `npm run token` adds both
+    expect(await status(tokenWith({ iss: 'https://id.example', aud: ['billing', 'coaching-api'] }))).toBe(
+      200,
+    );
+  });
+
+  it('refuses one without them, from another issuer, or for another audience', async () => {
+    for (const claims of [
+      {},
+      { iss: 'https://id.example' },
+      { aud: 'coaching-api' },
+      { iss: 'https://other.example', aud: 'coaching-api' },
+      { iss: 'https://id.example', aud: 'billing' },
+    ])
+      expect([claims, await status(tokenWith(claims))]).toEqual([claims, 401]);
+  });
+});
+
 /** Verified tokens are remembered per process (src/http/auth.ts); their time claims are checked on every use. */
 describe('a token verified before', () => {
   let t: TestSystem;
