@@ -3,6 +3,8 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createProjectionRunner } from '../../projections/runner';
 import { webhookProcess } from '../../projections/webhookProcess';
+import { migrations } from '../../src/db/migrations';
+import { splitStatements } from '../../src/db/migrate';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
 import { eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
@@ -126,6 +128,26 @@ describe('webhook channels (27)', () => {
     expect(b.headers.get('idempotent-replayed')).toBe('true');
     expect(b.body).toEqual(a.body);
     expect('secret' in b.body).toBe(false);
+
+    // An answer kept before (secret in plain form) loses it to the migration and replays the same.
+    await t.system.deps.db.query(
+      `UPDATE idempotency_keys SET response = (response - '$secretDerived') || jsonb_build_object('secret', $3::text)
+       WHERE scope = $1 AND key = $2`,
+      [client.id, key, first.body.secret],
+    );
+    const scrub = migrations.find((x) => x.name === 'idempotency keys: no webhook secrets kept')!;
+    for (const statement of splitStatements(scrub.sql)) await t.system.deps.db.query(statement);
+    const scrubbed = await t.system.deps.db.query<{ response: unknown }>(
+      'SELECT response FROM idempotency_keys WHERE scope = $1 AND key = $2',
+      [client.id, key],
+    );
+    expect(JSON.stringify(scrubbed.rows[0]!.response)).not.toContain('whsec_');
+    const later = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: first.body.address },
+      headers: { 'idempotency-key': key },
+    });
+    expect(later.body).toEqual(first.body);
   });
 
   it("POSTs each new notification of the user, signed with the channel's secret, once, even after a replay", async () => {

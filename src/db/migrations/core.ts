@@ -86,4 +86,16 @@ END $$;
     // request_hash keeps the hash of the text as received (the tag derives from it; null in older rows).
     sql: `ALTER TABLE idempotency_keys ADD COLUMN value_hash text;`,
   },
+  {
+    version: 6,
+    name: 'idempotency keys: no webhook secrets kept',
+    // Answers to webhook registrations (27) kept their channel's signing secret; it is now derived again
+    // for a replay (commands/notifications/routes.ts), so the kept answers lose it for the same mark.
+    sql: `
+UPDATE idempotency_keys
+   SET response = (response - 'secret') || '{"$secretDerived": true}'::jsonb
+ WHERE status BETWEEN 200 AND 299 AND jsonb_typeof(response) = 'object'
+   AND response->>'secret' LIKE 'whsec\\_%';
+`,
+  },
 ];
