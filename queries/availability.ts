@@ -318,6 +318,11 @@ export function availabilityQueries(deps: AppDeps): Router {
     ctx.type = 'application/json';
     ctx.body = fillHole(shared.answer, packagesText ?? '[]');
 
+    async function holdsOpenPackage(clientId: string, service: string): Promise<boolean> {
+      const { packages } = await clientPackagesUntil(deps.db, clientId, { serviceId: service }, now);
+      return packages.some((p) => p.open);
+    }
+
     /** The answer without the caller's packages, computed (and cached when it may be). */
     async function computeShared(): Promise<CachedAvailability> {
       const { lo, hi } = holdWindow(ctx.query, now);
@@ -330,7 +335,13 @@ export function availabilityQueries(deps: AppDeps): Router {
         holds: Reservation[];
       }>(SERVICE_AVAILABILITY, [serviceId, lo, hi]);
       const row = res.rows[0];
-      if (!row || (row.status !== 'approved' && row.coach_id !== caller?.userId))
+      // A withdrawn service still shows to a client with an open package of it (its sessions are owed).
+      if (
+        !row ||
+        (row.status !== 'approved' &&
+          row.coach_id !== caller?.userId &&
+          !(caller && (await holdsOpenPackage(caller.userId, serviceId))))
+      )
         throw notFound('service_not_found', 'no such service');
       const service = toServiceOut({ ...row.fields, id: row.id, status: row.status });
       const zone = row.schedule?.timezone ?? 'UTC';

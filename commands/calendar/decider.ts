@@ -104,10 +104,15 @@ export const serviceTermsOf = (s: BookableService) => ({
   expiresInDays: s.expiresInDays,
 });
 
-/** A service that cannot be booked answers as if it did not exist (rejected or in review). */
+/**
+ * A service that cannot be booked answers as if it did not exist (rejected or in review). A package sold
+ * while it was approved keeps its sessions after a withdrawal: what was paid for is still owed (the
+ * package's own rules, below, still hold), while new sales stop.
+ */
 function refuseService(command: Extract<CalendarCommand, { type: 'ReserveSlots' }>): DomainError | null {
   const s = command.service;
-  if (s.status !== 'approved') return { code: 'service_not_found', message: 'no such bookable service' };
+  if (s.status !== 'approved' && !command.package)
+    return { code: 'service_not_found', message: 'no such bookable service' };
   if (s.coachId === command.clientId)
     return { code: 'forbidden', message: 'a coach cannot book its own service' };
   if (!command.package && command.slots.length > s.numberOfSessions)

@@ -281,3 +281,39 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(view.body.packages).toEqual([]);
   });
 });
+
+describe('a package of a service withdrawn after it was sold', () => {
+  it('keeps its remaining sessions bookable by its client (and their slots shown to them); new sales stop', async () => {
+    clock.set('2026-12-01T08:00:00Z');
+    const { client, serviceId, first } = await packageOf();
+    const withdrawn = await t.request('POST', `/api/v1/admin/services/${serviceId}/reject`, {
+      token: t.token(randomUUID(), ['admin']),
+      body: { reason: 'complaint under review' },
+    });
+    expect(withdrawn.status).toBe(200);
+    expect(withdrawn.body.status).toBe('rejected');
+
+    const stranger = await m.client();
+    const sale = await book(stranger.token, serviceId, { slots: ['2026-12-02T12:00:00'] });
+    expect(sale.status).toBe(404);
+    expect(sale.body).toMatchObject({ error: 'service_not_found' });
+    const range = `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`;
+    expect((await t.request('GET', range, { token: stranger.token })).status).toBe(404);
+    expect((await t.request('GET', range)).status).toBe(404);
+
+    const shown = await t.request('GET', range, { token: client.token });
+    expect(shown.status).toBe(200);
+    expect(shown.body.slots.map((s: { slot: string }) => s.slot)).toContain('2026-12-02T12:00:00');
+    expect(shown.body.packages).toEqual([
+      expect.objectContaining({ packageId: first.groupId, remainingSessions: 2 }),
+    ]);
+    const owed = await book(client.token, serviceId, {
+      slots: ['2026-12-02T12:00:00'],
+      packageId: first.groupId,
+    });
+    expect(owed.status).toBe(200);
+    expect(owed.body[0]).toMatchObject({ groupId: first.groupId });
+    // Without its package, the same client buys nothing new either.
+    expect((await book(client.token, serviceId, { slots: ['2026-12-02T14:00:00'] })).status).toBe(404);
+  });
+});
