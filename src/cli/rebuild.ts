@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { openDatabase, openEventStore } from '../system';
@@ -26,6 +27,8 @@ async function main() {
   const unknownFlag = args.find((a) => a.startsWith('--') && a !== '--verify' && a !== pageArg);
   if (unknownFlag) throw new RebuildError(`unknown option ${unknownFlag} (--verify, --page-size=<n>)`);
 
+  // The .env the service reads (src/main.ts): else the rebuild opens another database than the service's.
+  if (fs.existsSync('.env')) process.loadEnvFile('.env');
   const config = loadConfig();
   const log = createLogger({ service: 'rebuild' });
   const db = await openDatabase(config);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { ROLES, signToken, type Role } from '../http/auth';
 
@@ -11,6 +12,8 @@ if (unknown.length) {
   console.error(`unknown role(s): ${unknown.join(', ')}; known: ${ROLES.join(', ')}`);
   process.exit(2);
 }
+// The .env the service reads (src/main.ts), so the token is signed with the secret the service checks.
+if (fs.existsSync('.env')) process.loadEnvFile('.env');
 const config = loadConfig();
 if (!config.jwt.secret) {
   console.error('JWT_PUBLIC_KEY is set: sign tokens with your identity provider instead');

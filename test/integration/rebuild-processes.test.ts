@@ -153,4 +153,29 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
     // Progress on a non-terminal: plain lines.
     expect(verify.out.join('')).toMatch(/rebuild replay: [\d,]+\/[\d,]+ events/);
   }, 180_000);
+
+  it('reads the .env the service reads: verifies the database named there, not an embedded one', async () => {
+    // The operator's project folder: DATABASE_URL and the rest only in .env, as the service has them.
+    const project = fs.mkdtempSync(path.join(os.tmpdir(), 'rebuild-dotenv-'));
+    fs.writeFileSync(
+      path.join(project, '.env'),
+      `DATABASE_URL=${database.url!}\nEVENTSTORE_URL=\nSMTP_URL=\nDATA_DIR=${path.join(project, 'data')}\n`,
+    );
+    const env = { ...process.env };
+    for (const k of ['DATABASE_URL', 'EVENTSTORE_URL', 'SMTP_URL', 'DATA_DIR']) delete env[k];
+    const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), ['--verify'], {
+      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+      env,
+      cwd: project,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const out: string[] = [];
+    child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
+    child.stderr!.on('data', (d: Buffer) => out.push(d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(out.join('')).toMatch(/verified .*: 40000 events in/);
+    expect(code).toBe(0);
+    expect(fs.existsSync(path.join(project, 'data'))).toBe(false); // no embedded database was opened
+    fs.rmSync(project, { recursive: true, force: true });
+  }, 120_000);
 });

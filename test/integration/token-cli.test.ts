@@ -1,0 +1,54 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+
+/**
+ * `npm run token` (src/cli/token.ts) as the operator runs it: in the project folder, where the service
+ * reads its `.env` (src/main.ts). The token must be signed with the secret the service checks.
+ */
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'token-cli-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const runToken = (args: string[], env: NodeJS.ProcessEnv) => {
+  const clean = { ...process.env };
+  for (const k of ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWT_ISSUER', 'JWT_AUDIENCE', 'NODE_ENV']) delete clean[k];
+  return JSON.parse(
+    execFileSync(
+      process.execPath,
+      [
+        '-r',
+        path.join(__dirname, '../support/register-ts.cjs'),
+        path.join(__dirname, '../../src/cli/token.ts'),
+        ...args,
+      ],
+      { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
+    ),
+  ) as { userId: string; roles: string[]; token: string };
+};
+
+describe('npm run token', () => {
+  it('signs with the JWT_SECRET, issuer and audience of the .env the service reads', () => {
+    const secret = 'a-secret-from-the-env-file-0123456789abcdef';
+    fs.writeFileSync(
+      path.join(tmp, '.env'),
+      `JWT_SECRET=${secret}\nJWT_ISSUER=https://id.example.com\nJWT_AUDIENCE=coaching-api\n`,
+    );
+    const userId = '11111111-1111-4111-8111-111111111111';
+    const out = runToken([userId, 'admin'], {});
+    expect(out).toMatchObject({ userId, roles: ['admin'] });
+    const claims = jwt.verify(out.token, secret, {
+      issuer: 'https://id.example.com',
+      audience: 'coaching-api',
+    }) as jwt.JwtPayload;
+    expect(claims).toMatchObject({ sub: userId, roles: ['admin'] });
+  });
+
+  it('the environment wins over the .env file, as for the service', () => {
+    fs.writeFileSync(path.join(tmp, '.env'), 'JWT_SECRET=a-secret-from-the-env-file-0123456789abcdef\n');
+    const secret = 'a-secret-from-the-environment-0123456789abcdef';
+    const out = runToken(['-', 'client'], { JWT_SECRET: secret });
+    expect(jwt.verify(out.token, secret)).toMatchObject({ sub: out.userId, roles: ['client'] });
+  });
+});
