@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Every environment variable the service reads is documented where README's "Configuration" sends the
+ * operator: its table and `.env.example`.
+ */
+const root = path.join(__dirname, '../..');
+const read = (p: string) => fs.readFileSync(path.join(root, p), 'utf8');
+
+/** Read elsewhere and documented there: NODE_ENV ("Production secrets"), SEED_URL ("Demo data"). */
+const NOT_CONFIGURATION = new Set(['NODE_ENV', 'SEED_URL', 'JEST_WORKER_ID']);
+
+const sources = (dir: string): string[] =>
+  fs
+    .readdirSync(path.join(root, dir), { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory()
+        ? sources(path.join(dir, e.name))
+        : e.name.endsWith('.ts')
+          ? [path.join(dir, e.name)]
+          : [],
+    );
+
+const variablesRead = (): string[] => {
+  const names = new Set<string>();
+  for (const file of sources('src')) {
+    const text = read(file);
+    for (const m of text.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)) names.add(m[1]!);
+    // positiveInt(env, 'NAME', …), atLeastOne(env, 'NAME', …)
+    for (const m of text.matchAll(/\(env, '([A-Z][A-Z0-9_]+)'/g)) names.add(m[1]!);
+  }
+  return [...names].filter((n) => !NOT_CONFIGURATION.has(n)).sort();
+};
+
+describe('configuration documentation', () => {
+  const read_ = variablesRead();
+
+  it('finds the variables config.ts reads', () => {
+    expect(read_).toEqual(expect.arrayContaining(['DATABASE_URL', 'LEASE_TTL_MS', 'S3_BUCKET', 'LOG_LEVEL']));
+  });
+
+  it("README's Configuration table names every variable", () => {
+    const readme = read('README.md');
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Operating it'));
+    const documented = new Set(
+      [...section.matchAll(/^\| (.+?) \|/gm)].flatMap((m) =>
+        [...m[1]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((x) => x[1]!),
+      ),
+    );
+    expect(read_.filter((n) => !documented.has(n))).toEqual([]);
+  });
+
+  it('.env.example names every variable, set or commented out', () => {
+    const example = read('.env.example');
+    const documented = new Set([...example.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]!));
+    expect(read_.filter((n) => !documented.has(n))).toEqual([]);
+  });
+});
