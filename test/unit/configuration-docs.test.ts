@@ -56,4 +56,11 @@ describe('configuration documentation', () => {
     const documented = new Set([...example.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]!));
     expect(read_.filter((n) => !documented.has(n))).toEqual([]);
   });
+
+  it('the Docker image leaves out a local .env (its secrets; the service would read it at start)', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
+    expect(ignored).toContain('.env');
+  });
 });
