@@ -89,11 +89,19 @@ export interface FreeSlot {
 
 const toMinutes = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
-/** Hours of one local date: its override if any, else its weekday's. */
+/**
+ * Hours of one local date: its override if any, else its weekday's, in time order (a schedule stores its
+ * intervals as the coach sent them, and slots are listed in the order of the intervals).
+ */
 export function hoursOn(schedule: Schedule, date: DateTime): Interval[] {
   const key = date.toISODate()!;
-  if (key in schedule.overrides) return schedule.overrides[key]!;
-  return schedule.weekly[WEEKDAYS[date.weekday - 1]!] ?? [];
+  const hours =
+    key in schedule.overrides
+      ? schedule.overrides[key]!
+      : (schedule.weekly[WEEKDAYS[date.weekday - 1]!] ?? []);
+  return hours.every((x, i) => i === 0 || hours[i - 1]!.start <= x.start)
+    ? hours
+    : [...hours].sort((a, b) => (a.start < b.start ? -1 : 1));
 }
 
 /** Parses a local slot label in `zone`; null for a malformed label or a wall time skipped by DST. */

@@ -218,6 +218,28 @@ describe('freeSlots with reservations', () => {
   });
 });
 
+describe('freeSlots in time order', () => {
+  it('lists the slots of a day chronologically when its intervals were given out of order', () => {
+    const schedule: Schedule = {
+      timezone: 'Europe/Berlin',
+      weekly: {
+        wednesday: [
+          { start: '14:00', end: '16:00' },
+          { start: '09:00', end: '11:00' },
+        ],
+      },
+      overrides: {},
+    };
+    const now = new Date('2026-12-01T08:00:00Z');
+    expect(labels(freeSlots(schedule, [], rules(), '2026-12-02', '2026-12-02', now))).toEqual([
+      '09:00',
+      '10:00',
+      '14:00',
+      '15:00',
+    ]);
+  });
+});
+
 describe('parseLocal', () => {
   it('reads a local date-time in the zone, with or without seconds', () => {
     expect(parseLocal('2026-12-02T10:00:00', 'Europe/Berlin')?.toUTC().toISO()).toBe(
