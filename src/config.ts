@@ -111,6 +111,12 @@ const atLeastOne = (env: NodeJS.ProcessEnv, name: string, fallback: number) => {
   if (n < 1) throw new ConfigError(`${name} must be at least 1, got ${env[name]}`);
   return n;
 };
+/** A TCP port to listen on (0: any free one). */
+const port = (env: NodeJS.ProcessEnv) => {
+  const n = positiveInt(env, 'PORT', 3000);
+  if (n > 65535) throw new ConfigError(`PORT must be at most 65535, got ${env.PORT}`);
+  return n;
+};
 export const DEV_WEBHOOK_KEY = 'dev-only-webhook-key-change-me';
 
 /**
@@ -160,7 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
   return {
-    port: Number(env.PORT ?? 3000),
+    port: port(env),
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
@@ -191,8 +197,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', DEFAULT_MAIL_LEASE_MS),
     mailRetryIntervalMs: positiveInt(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),
     idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
-    consistencyWaitMs: Number(env.CONSISTENCY_WAIT_MS ?? 2000),
-    maxUploadBytes: Number(env.MAX_UPLOAD_BYTES ?? 200 * 1024 * 1024),
+    consistencyWaitMs: positiveInt(env, 'CONSISTENCY_WAIT_MS', 2000),
+    // Checked here: not a number failed every upload with a 500 (the multipart parser refuses NaN); 0 was 413.
+    maxUploadBytes: atLeastOne(env, 'MAX_UPLOAD_BYTES', 200 * 1024 * 1024),
     metricsToken: env.METRICS_TOKEN || undefined,
     webhooks: webhookConfig(env),
     instanceName: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,

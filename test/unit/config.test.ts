@@ -1,0 +1,26 @@
+import { ConfigError, loadConfig } from '../../src/config';
+
+describe('numeric settings', () => {
+  it('an empty value means the default, as for every other number (a blanked line in .env)', () => {
+    const config = loadConfig({ PORT: '', CONSISTENCY_WAIT_MS: '', MAX_UPLOAD_BYTES: '' });
+    expect(config.port).toBe(3000);
+    expect(config.consistencyWaitMs).toBe(2000);
+    expect(config.maxUploadBytes).toBe(200 * 1024 * 1024);
+  });
+
+  it('a value that is not a whole number is refused at start, not taken as no limit', () => {
+    for (const [name, raw] of [
+      ['MAX_UPLOAD_BYTES', '200MB'],
+      ['MAX_UPLOAD_BYTES', '0'],
+      ['CONSISTENCY_WAIT_MS', '2s'],
+      ['PORT', 'http'],
+      ['PORT', '70000'],
+    ] as const)
+      expect(() => loadConfig({ [name]: raw })).toThrow(ConfigError);
+  });
+
+  it('takes whole numbers', () => {
+    const config = loadConfig({ PORT: '8080', CONSISTENCY_WAIT_MS: '0', MAX_UPLOAD_BYTES: '1048576' });
+    expect(config).toMatchObject({ port: 8080, consistencyWaitMs: 0, maxUploadBytes: 1048576 });
+  });
+});
