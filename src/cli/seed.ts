@@ -160,7 +160,7 @@ export async function seedDemo(opts: SeedOptions): Promise<SeedResult> {
 }
 
 export function printSummary(result: SeedResult, out: (line: string) => void = console.log): void {
-  out('Demo data is in place. Users (tokens valid 30 days):');
+  out('Demo data is in place. Users (tokens valid 30 days, or JWT_MAX_TTL_SECONDS when shorter):');
   for (const u of result.users) {
     out(`  ${u.role.padEnd(6)} ${u.name.padEnd(16)} ${u.id}`);
     out(`         token: ${u.token}`);

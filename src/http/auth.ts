@@ -159,7 +159,8 @@ export function signToken(
   if (!key) throw new Error('no JWT secret configured to sign with');
   return jwt.sign({ sub: userId, roles }, key, {
     algorithm: opts.privateKey ? 'RS256' : 'HS256',
-    expiresIn: opts.expiresIn ?? 24 * 3600,
+    // Never longer than the service accepts (JWT_MAX_TTL_SECONDS): such a token would be refused with 401.
+    expiresIn: Math.min(opts.expiresIn ?? 24 * 3600, config.jwt.maxTtlSeconds),
     ...(config.jwt.issuer ? { issuer: config.jwt.issuer } : {}),
     ...(config.jwt.audience ? { audience: config.jwt.audience } : {}),
   });

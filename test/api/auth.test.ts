@@ -76,6 +76,26 @@ describe('tokens meant for this service (JWT_ISSUER, JWT_AUDIENCE)', () => {
   });
 });
 
+/** JWT_MAX_TTL_SECONDS below a day: `npm run token` (24 h) and the seed (30 days) sign what is accepted. */
+describe('tokens the service signs under a short JWT_MAX_TTL_SECONDS', () => {
+  let t: TestSystem;
+  beforeAll(async () => {
+    t = await startTestSystem({ env: { JWT_MAX_TTL_SECONDS: '3600' } });
+  });
+  afterAll(() => t.close());
+
+  it('live no longer than the service takes, so they are accepted', async () => {
+    for (const token of [
+      signToken(t.config, randomUUID(), ['client']), // npm run token
+      signToken(t.config, randomUUID(), ['client'], { expiresIn: 30 * 24 * 3600 }), // npm run seed
+    ]) {
+      const { exp } = jwt.decode(token) as { exp: number };
+      expect(exp).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 3600);
+      expect((await t.request('GET', '/api/v1/nav/addreses', { token })).status).toBe(200);
+    }
+  });
+});
+
 /** Verified tokens are remembered per process (src/http/auth.ts); their time claims are checked on every use. */
 describe('a token verified before', () => {
   let t: TestSystem;
