@@ -1,4 +1,5 @@
 import * as t from 'io-ts';
+import { isLeft } from 'fp-ts/Either';
 import { CalendarDate, refine, strict } from '../../src/http/validation';
 import { WEEKDAYS } from './events';
 
@@ -23,18 +24,33 @@ const Intervals = refine(
   'intervals',
   'intervals of one day should not overlap',
 );
-export const IanaZone = refine(
-  t.string,
-  (z) => {
-    try {
-      new Intl.DateTimeFormat('en', { timeZone: z });
-      return z.includes('/') || z === 'UTC';
-    } catch {
-      return false;
-    }
-  },
-  'timezone',
-  'Input should be an IANA time zone such as Europe/Berlin',
+const ZONE_MESSAGE = 'Input should be an IANA time zone such as Europe/Berlin';
+/** The zone's canonical name ("europe/berlin" is Europe/Berlin), or null when it is no IANA zone. */
+const canonicalIana = (z: string): string | null => {
+  try {
+    const name = new Intl.DateTimeFormat('en', { timeZone: z }).resolvedOptions().timeZone;
+    return name.includes('/') || name === 'UTC' ? name : null;
+  } catch {
+    return null;
+  }
+};
+const ValidZone = refine(t.string, (z) => canonicalIana(z) !== null, 'timezone', ZONE_MESSAGE);
+/**
+ * An IANA zone, decoded to its canonical name: Intl takes names in any case, and the schedule's zone is
+ * echoed, shown by availability and recorded on every booking, so it is stored as "Europe/Berlin".
+ */
+export const IanaZone = Object.assign(
+  new t.Type<string, string, unknown>(
+    'timezone',
+    ValidZone.is,
+    (u, c) => {
+      const r = ValidZone.validate(u, c);
+      return isLeft(r) ? r : t.success(canonicalIana(r.right)!);
+    },
+    t.identity,
+  ),
+  // Documented like the refinement it is (src/http/openapi/jsonSchema.ts).
+  { refinementOf: t.string, refinementMessage: ZONE_MESSAGE },
 );
 /** A real calendar day (the availability range and schedule overrides). */
 const IsoDate = CalendarDate;

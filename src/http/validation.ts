@@ -69,7 +69,12 @@ export function strict<P extends t.Props, O extends t.Props>(props: P, optional:
           message: 'extra_forbidden',
         });
       if (errors.length || isLeft(a) || isLeft(b)) return t.failures(errors);
-      return t.success({ ...a.right, ...b.right } as A);
+      // t.partial answers its input itself when none of its fields changed: spread whole, it would put the
+      // required fields back as sent over what their codecs decoded them to (a zone's canonical name).
+      const out: Record<string, unknown> = { ...a.right };
+      for (const k of Object.keys(optional))
+        if (k in b.right) out[k] = (b.right as Record<string, unknown>)[k];
+      return t.success(out as A);
     },
     (a) => a,
   );

@@ -164,6 +164,38 @@ describe('availability and booking (6, 8, 11)', () => {
     expect(res.body.services[0].slots).toHaveLength(8);
   });
 
+  it("stores the schedule's zone by its canonical IANA name, whatever the case it was sent in", async () => {
+    const coach = await m.coach({ timezone: 'europe/berlin' });
+    const serviceId = await m.offering(coach);
+    const set = await t.request('PUT', '/api/v1/coach/schedule', {
+      token: coach.token,
+      body: { timezone: 'europe/berlin', weekly: { wednesday: [{ start: '09:00', end: '10:00' }] } },
+    });
+    expect(set.status).toBe(200);
+    expect(set.body.timezone).toBe('Europe/Berlin');
+    expect((await slotsOf(serviceId)).timezone).toBe('Europe/Berlin');
+    const client = await m.client();
+    const booked = await book(client.token, serviceId, { slots: ['2026-12-02T09:00:00'] });
+    expect(booked.status).toBe(200);
+    const session = await t.request('GET', `/api/v1/session/${booked.body[0].id}`, { token: client.token });
+    expect(session.body.slot).toBe('2026-12-02T09:00:00');
+    const utc = await t.request('PUT', '/api/v1/coach/schedule', {
+      token: coach.token,
+      body: { timezone: 'utc', weekly: {} },
+    });
+    expect(utc.status).toBe(200);
+    expect(utc.body.timezone).toBe('UTC');
+    for (const timezone of ['Europe/Nowhere', 'Berlin', '+01:00'])
+      expect(
+        (
+          await t.request('PUT', '/api/v1/coach/schedule', {
+            token: coach.token,
+            body: { timezone, weekly: {} },
+          })
+        ).status,
+      ).toBe(422);
+  });
+
   it('replays a booking for a repeated Idempotency-Key instead of booking twice', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
