@@ -6,6 +6,12 @@ import { ROLES, signToken, type Role } from '../http/auth';
 /** npm run token -- [user-uuid] [role,role...]: prints a bearer token signed with JWT_SECRET (or the dev secret). */
 const [userArg, rolesArg] = process.argv.slice(2);
 const userId = userArg && userArg !== '-' ? userArg : randomUUID();
+// The service takes a token only when its `sub` is a UUID (src/http/auth.ts); `npm run token -- admin` was
+// a token for the user "admin", refused with 401.
+if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(userId)) {
+  console.error(`not a user id: ${userId}; usage: npm run token -- <user-uuid | -> [role,role...]`);
+  process.exit(2);
+}
 const roles = (rolesArg ?? 'client').split(',') as Role[];
 const unknown = roles.filter((r) => !ROLES.includes(r));
 if (unknown.length) {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,5 +50,23 @@ describe('npm run token', () => {
     const secret = 'a-secret-from-the-environment-0123456789abcdef';
     const out = runToken(['-', 'client'], { JWT_SECRET: secret });
     expect(jwt.verify(out.token, secret)).toMatchObject({ sub: out.userId, roles: ['client'] });
+  });
+
+  it('refuses a user id that is not a UUID (the service answers 401 to such a token), exit 2', () => {
+    fs.rmSync(path.join(tmp, '.env'), { force: true });
+    for (const args of [['admin'], ['alice', 'admin']]) {
+      const run = spawnSync(
+        process.execPath,
+        [
+          '-r',
+          path.join(__dirname, '../support/register-ts.cjs'),
+          path.join(__dirname, '../../src/cli/token.ts'),
+          ...args,
+        ],
+        { cwd: tmp, encoding: 'utf8' },
+      );
+      expect([args, run.status, run.stdout]).toEqual([args, 2, '']);
+      expect(run.stderr).toContain(`not a user id: ${args[0]}`);
+    }
   });
 });
