@@ -25,6 +25,11 @@ export interface PackageOf {
   serviceId: string;
   terms: BookingTerms;
   bookedAt: string;
+  /**
+   * The schedule's zone when the package was booked: its sessions show their `expirationDate` in it, so it
+   * expires at the end of that day there, also after the coach changed zone.
+   */
+  timezone: string;
 }
 
 /**
@@ -131,7 +136,6 @@ function refuseService(command: Extract<CalendarCommand, { type: 'ReserveSlots' 
 function refusePackage(
   command: Extract<CalendarCommand, { type: 'ReserveSlots' }>,
   state: Calendar,
-  zone: string,
 ): DomainError | null {
   const ref = command.package!;
   const pkg = state.packages.get(ref.groupId);
@@ -141,7 +145,7 @@ function refusePackage(
     return { code: 'validation', message: 'packageId is a booking of another service' };
   if (!ref.paymentOpen)
     return { code: 'package_canceled', message: "the package's payment was canceled or refunded" };
-  const expires = packageExpiresAt(pkg, zone);
+  const expires = packageExpiresAt(pkg, pkg.timezone);
   if (Date.parse(command.now) > expires)
     return { code: 'package_expired', message: 'the package has expired' };
   const used = [...state.reservations.values()].filter((r) => r.groupId === ref.groupId).length;
@@ -197,6 +201,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           serviceId,
           terms: event.data.terms,
           bookedAt: event.data.packageTopUp?.bookedAt ?? event.data.reservedAt,
+          timezone: event.data.timezone,
         });
         return { ...state, reservations, holdsByDay, packages };
       }
@@ -233,7 +238,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         if (!schedule) return left(unavailable('the coach has not published a schedule'));
         const pkg = command.package ? state.packages.get(command.package.groupId) : undefined;
         if (command.package) {
-          const refusedPackage = refusePackage(command, state, schedule.timezone);
+          const refusedPackage = refusePackage(command, state);
           if (refusedPackage) return left(refusedPackage);
         }
         const now = new Date(command.now);
@@ -264,7 +269,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           // Only the asked slot is checked (by the same rules that list free slots).
           const free = freeSlots(schedule, taken, rules, date, date, now, travel, slot.slice(0, 16))[0];
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
-          if (pkg && Date.parse(free.startsAt) > packageExpiresAt(pkg, schedule.timezone))
+          if (pkg && Date.parse(free.startsAt) > packageExpiresAt(pkg, pkg.timezone))
             return left({
               code: 'package_expired',
               message: `${slot} is after the package's expiration date`,

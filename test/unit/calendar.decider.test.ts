@@ -486,3 +486,46 @@ describe('calendar decider: ReleaseSlots', () => {
     );
   });
 });
+
+describe('calendar decider: a package after the coach changed zone', () => {
+  // Booked in Berlin on 1 December with 3 days to use: its expirationDate is 04/12/2026, shown in the
+  // booking's zone (Berlin), so the package is good until 2026-12-04T22:59:59.999Z.
+  const tokyo: Schedule = {
+    timezone: 'Asia/Tokyo',
+    weekly: Object.fromEntries(
+      ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [
+        d,
+        [{ start: '00:00', end: '24:00' }],
+      ]),
+    ),
+    overrides: {},
+  };
+  const topUp = (slot: string, now: string): CalendarCommand => ({
+    ...(reserve([slot], { groupId: 'pkg-zone', now, service: { numberOfSessions: 2 } }) as Extract<
+      CalendarCommand,
+      { type: 'ReserveSlots' }
+    >),
+    package: { groupId: 'pkg-zone', paymentOpen: true, paymentUnpaid: false },
+  });
+  const booked = () =>
+    history(
+      [scheduleSet()],
+      reserve(['2026-12-02T10:00:00'], { groupId: 'pkg-zone', service: { numberOfSessions: 2 } }),
+      // The coach moves to Tokyo, where 4 December ends 8 hours sooner.
+    ).concat([scheduleSet(tokyo)]);
+
+  it('expires at the end of its expirationDate in the zone it was booked in, as shown', () => {
+    // 17:00 in Berlin on 4 December (already 5 December in Tokyo): the package's last day is not over.
+    const r = given(booked()).when(topUp('2026-12-05T03:00:00', '2026-12-04T16:00:00.000Z'));
+    expect(refusal(r)).toBe('accepted');
+    expect(reservedOf(r).sessions[0]!.startsAt).toBe('2026-12-04T18:00:00.000Z');
+    // A slot after that day's end in Berlin is after the package's expiration date.
+    expect(refusal(given(booked()).when(topUp('2026-12-05T08:00:00', '2026-12-04T16:00:00.000Z')))).toBe(
+      'package_expired',
+    );
+    // And once that day is over in Berlin, nothing more is booked on it.
+    expect(refusal(given(booked()).when(topUp('2026-12-05T09:00:00', '2026-12-04T23:00:00.000Z')))).toBe(
+      'package_expired',
+    );
+  });
+});
