@@ -1,8 +1,12 @@
 import fs from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { ConfigError, loadConfig, DEV_JWT_SECRET } from './config';
 import { createHttpServer } from './http/server';
 import { createSystem } from './system';
 import { log } from './log';
+
+/** How long a stop (SIGTERM, SIGINT) waits for the requests in flight before it closes their connections. */
+const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main() {
   // A .env file next to package.json is read when present (Node's own loader, no dependency).
@@ -22,6 +26,11 @@ async function main() {
   }
   const system = await createSystem(config);
   const server = createHttpServer(system.app, config.http);
+  const inFlight = new Set<ServerResponse>();
+  server.on('request', (_req, res: ServerResponse) => {
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
   server.listen(config.port, () =>
     log.info('listening', {
       port: config.port,
@@ -32,7 +41,18 @@ async function main() {
   );
   const shutdown = async (signal: string) => {
     log.info('shutting down', { signal });
-    server.close();
+    // No new connections; idle keep-alive ones are closed, and the requests being served get their answer
+    // (up to SHUTDOWN_GRACE_MS) before the database and event store close under them. Before, a request in
+    // flight lost its connection without an answer.
+    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Their answers close their connections (`Connection: close`) rather than keep them alive.
+    for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
+    server.closeIdleConnections();
+    const grace = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    await drained;
+    clearInterval(idle);
+    clearTimeout(grace);
     await system.close();
     process.exit(0);
   };
