@@ -112,9 +112,13 @@ export function createMetrics(): Metrics {
 
   const watchProjections = (store: EventStore, runner: ProjectionRunner) => {
     // Both gauges are filled by one measurement per scrape (the first collect() call of a scrape does it).
+    // An event store that does not answer leaves the lag out (no samples) rather than failing the scrape:
+    // a rejected collect() made `/metrics` a 500, and the process and HTTP metrics were lost with it.
     let pending: Promise<Map<string, { events: number; seconds: number }>> | null = null;
     const measure = () => {
-      pending ??= measureLag(store, runner).finally(() => setTimeout(() => (pending = null), 0));
+      pending ??= measureLag(store, runner)
+        .catch(() => new Map<string, { events: number; seconds: number }>())
+        .finally(() => setTimeout(() => (pending = null), 0));
       return pending;
     };
     new client.Gauge({

@@ -148,4 +148,20 @@ describe('GET /metrics', () => {
       await t.system.runner.start();
     }
   });
+
+  it('still answers when the event store does not: every other metric, and no lag samples', async () => {
+    const store = t.system.deps.store as { headPosition: () => Promise<unknown> };
+    store.headPosition = () => Promise.reject(new Error('connection refused'));
+    try {
+      const text = await scrape();
+      expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+      expect(text).toContain('http_request_duration_seconds_count{');
+      expect(text).not.toMatch(/^projection_lag_events\{/m);
+      expect(text).not.toMatch(/^projection_lag_seconds\{/m);
+    } finally {
+      delete (store as { headPosition?: unknown }).headPosition;
+    }
+    // Once it answers again, so does the lag.
+    expect(await scrape()).toMatch(/^projection_lag_events\{/m);
+  });
 });
