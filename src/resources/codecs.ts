@@ -464,7 +464,15 @@ export const ProjectionLagCodec = closedWith(
   'ProjectionLag',
   {
     name: s,
-    state: t.keyof({ starting: null, running: null, retrying: null, failed: null, stopped: null }),
+    // standby: a process manager another instance runs (it holds the lease); its lag is measured there.
+    state: t.keyof({
+      starting: null,
+      running: null,
+      retrying: null,
+      failed: null,
+      stopped: null,
+      standby: null,
+    }),
     position: nullable(s),
     lagEvents: n,
     lagSeconds: n,

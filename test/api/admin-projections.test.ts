@@ -1,0 +1,35 @@
+import { marketplace } from '../support/marketplace';
+import { eventually } from '../support/marketplace';
+import { startTestSystem, type TestSystem } from '../support/system';
+
+/**
+ * `GET /api/v1/admin/projections` (the admin page's projection panel). Every answer the test systems get
+ * is checked against /openapi.json (test/support/system.ts).
+ */
+let t: TestSystem;
+let m: ReturnType<typeof marketplace>;
+beforeAll(async () => {
+  t = await startTestSystem();
+  m = marketplace(t);
+});
+afterAll(() => t.close());
+
+const itPg = process.env.DATABASE_URL ? it : it.skip;
+
+itPg('shows the process managers another instance runs as standby (PostgreSQL: shared leases)', async () => {
+  // A second instance on the same database: the first holds the leases, so its process managers wait.
+  const second = await startTestSystem({ database: t.database });
+  try {
+    const res = await eventually(
+      () => second.request('GET', '/api/v1/admin/projections', { token: m.admin() }),
+      (r) => r.status !== 200 || r.body.some((p: { state: string }) => p.state === 'standby'),
+      10_000,
+    );
+    expect(res.status).toBe(200);
+    const standby = res.body.filter((p: { state: string }) => p.state === 'standby');
+    expect(standby.length).toBeGreaterThan(0);
+    for (const p of standby) expect(p).toMatchObject({ lagEvents: 0, lagSeconds: 0 });
+  } finally {
+    await second.close();
+  }
+});
