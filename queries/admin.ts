@@ -57,15 +57,16 @@ export function adminQueries(deps: AppDeps): Router {
     ctx.body = rows.rows.map(deliveryOut);
   });
 
-  // Every projection of this instance: state, checkpoint and lag behind the log's head.
+  // Every projection of this instance: state, checkpoint and lag behind the log's head. While the event
+  // store does not answer, the states are still shown (what an operator looks at then) and the lag is null.
   router.get('/api/v1/admin/projections', admin, async (ctx) => {
-    const lag = await measureLag(deps.store, deps.runner);
+    const lag = await measureLag(deps.store, deps.runner).catch(() => null);
     ctx.body = deps.runner.status().map((p) => ({
       name: p.name,
       state: p.state,
       position: p.position?.commit ?? null,
-      lagEvents: lag.get(p.name)?.events ?? 0,
-      lagSeconds: lag.get(p.name)?.seconds ?? 0,
+      lagEvents: lag ? (lag.get(p.name)?.events ?? 0) : null,
+      lagSeconds: lag ? (lag.get(p.name)?.seconds ?? 0) : null,
       ...(p.error ? { error: p.error } : {}),
     }));
   });

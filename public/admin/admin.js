@@ -187,7 +187,7 @@
           badge(p.state),
           cell(p.position, 'mono'),
           cell(p.lagEvents),
-          cell(p.lagSeconds.toFixed(1)),
+          cell(p.lagSeconds === null ? '' : p.lagSeconds.toFixed(1)),
         );
         if (p.error) tr.title = p.error;
         return tr;

@@ -474,8 +474,9 @@ export const ProjectionLagCodec = closedWith(
       standby: null,
     }),
     position: nullable(s),
-    lagEvents: n,
-    lagSeconds: n,
+    // null while the event store does not answer (the lag cannot be measured then)
+    lagEvents: nullable(n),
+    lagSeconds: nullable(n),
   },
   { error: s },
 );

@@ -33,3 +33,18 @@ itPg('shows the process managers another instance runs as standby (PostgreSQL: s
     await second.close();
   }
 });
+
+it('answers every projection and its state while the event store does not answer, lag null', async () => {
+  const store = t.system.deps.store as { headPosition: () => Promise<unknown> };
+  store.headPosition = () => Promise.reject(new Error('connection refused'));
+  try {
+    const res = await t.request('GET', '/api/v1/admin/projections', { token: m.admin() });
+    expect(res.status).toBe(200);
+    expect(res.body.length).toBe(t.system.runner.status().length);
+    for (const p of res.body) expect(p).toMatchObject({ lagEvents: null, lagSeconds: null });
+  } finally {
+    delete (store as { headPosition?: unknown }).headPosition;
+  }
+  const res = await t.request('GET', '/api/v1/admin/projections', { token: m.admin() });
+  expect(res.body[0]).toMatchObject({ lagEvents: expect.any(Number), lagSeconds: expect.any(Number) });
+});
