@@ -18,7 +18,9 @@ const sameSecret = (a: string, b: string) => {
 export function recognizeMetricsToken(metricsToken: string | undefined): Middleware {
   return async (ctx, next) => {
     const bearer = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
-    if (metricsToken && ctx.path === '/metrics' && bearer && sameSecret(bearer, metricsToken))
+    // Every path the router serves as /metrics (it ignores a trailing slash and letter case).
+    const metricsPath = ctx.path.replace(/\/$/, '').toLowerCase() === '/metrics';
+    if (metricsToken && metricsPath && bearer && sameSecret(bearer, metricsToken))
       ctx.state.metricsScraper = true;
     await next();
   };

@@ -43,6 +43,13 @@ describe('GET /metrics', () => {
     const client = await t.request('GET', '/metrics', { token: t.token(crypto.randomUUID(), ['client']) });
     expect(client.status).toBe(403);
     expect(client.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
+    // The router serves /metrics/ too (and any letter case): the scraper's token counts there as well.
+    for (const path of ['/metrics/', '/Metrics']) {
+      const res = await fetch(`${t.baseUrl}${path}`, {
+        headers: { authorization: 'Bearer scrape-secret-123' },
+      });
+      expect([path, res.status]).toEqual([path, 200]);
+    }
     const admin = await t.request('GET', '/metrics', { token: m.admin() });
     expect(admin.status).toBe(200);
     expect(admin.body).toContain('# TYPE http_request_duration_seconds histogram');
