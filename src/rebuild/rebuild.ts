@@ -90,7 +90,8 @@ export function readModelsOf(projections: Projection[], names: string[] = []): P
     if (!READ_MODEL_TABLES[m.name])
       throw new RebuildError(`read model ${m.name} has no tables listed in src/rebuild/tables.ts`);
   if (!names.length) return models;
-  return names.map((n) => {
+  // A name given twice is one read model (its shadow tables cannot be created twice).
+  return [...new Set(names)].map((n) => {
     const m = models.find((x) => x.name === n);
     if (m) return m;
     const known = projections.find((x) => x.name === n);

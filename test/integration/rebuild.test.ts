@@ -104,6 +104,11 @@ describe('npm run rebuild (rebuildReadModels)', () => {
     expect(models.map((p) => p.name).sort()).toEqual(Object.keys(READ_MODEL_TABLES).sort());
     expect(() => readModelsOf(projections(), ['email-process'])).toThrow(/process manager/);
     expect(() => readModelsOf(projections(), ['nope'])).toThrow(RebuildError);
+    // A name given twice is one read model (twice, its shadow tables were created twice: a raw SQL error).
+    expect(readModelsOf(projections(), ['sessions', 'payments', 'sessions']).map((p) => p.name)).toEqual([
+      'sessions',
+      'payments',
+    ]);
   });
 
   it('--verify finds the live read models equal to the log, and names the rows that differ', async () => {
