@@ -1,4 +1,5 @@
 import type { CalendarEvent } from '../commands/calendar/events';
+import { placeKey } from '../commands/calendar/slots';
 import { assertNever } from '../src/decider';
 import type { Projection } from './runner';
 import { bumped, userScope } from '../src/readModels/readVersions';
@@ -14,8 +15,8 @@ const SET_SCHEDULE = bumped(
 );
 const RELEASE = bumped('DELETE FROM slot_holds WHERE session_id = ANY($1::uuid[])', 'calendar');
 const INSERT_HOLD = `INSERT INTO slot_holds (session_id, group_id, coach_id, service_id, client_id, starts_at, ends_at,
-   travel_minutes)
- VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+   travel_minutes, place)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
 const INSERT_HOLD_BUMPED = bumped(INSERT_HOLD, 'calendar');
 
 /** Read models `coach_calendars` (schedule) and `slot_holds` (active holds), for availability queries. */
@@ -45,6 +46,7 @@ export const calendarProjection: Projection = {
             s.startsAt,
             s.endsAt,
             d.terms.minutesTravel ?? 0,
+            placeKey(d.terms.addressId, d.terms.clientLocation),
             ...(i === 0 ? [[userScope(d.coachId)]] : []),
           ]);
         return;

@@ -8,6 +8,7 @@ import {
   freeSlots,
   freeSlotsUntil,
   localDate,
+  placeKey,
   slotRulesOf,
   type FreeSlot,
   type Reservation,
@@ -106,6 +107,15 @@ async function candidateTravel(db: Queryable, coachId: string, query: unknown): 
   return travelMinutes(base.rows[0] ?? null, { lat: q.lat, lng: q.lng });
 }
 
+/** Where the asked session would take place (`placeKey`, as the booking names it): group seats are per place. */
+function candidatePlace(query: unknown): string {
+  const q = decode(RangeQuery, query, 'query');
+  return placeKey(
+    q.address_id,
+    q.lat !== undefined && q.lng !== undefined ? { lat: q.lat, lng: q.lng } : null,
+  );
+}
+
 /** The requested local date range, defaulting to two weeks from today in the coach's zone. */
 function range(query: unknown, zone: string, now: Date) {
   const q = decode(RangeQuery, query, 'query');
@@ -165,7 +175,7 @@ const SERVICE_AVAILABILITY = `
 SELECT s.id, s.coach_id, s.status, s.fields, c.schedule,
   (SELECT COALESCE(json_agg(json_build_object('sessionId', h.session_id, 'serviceId', h.service_id,
        'clientId', h.client_id, 'startsAt', h.starts_at, 'endsAt', h.ends_at,
-       'travelMinutes', h.travel_minutes)), '[]'::json)
+       'travelMinutes', h.travel_minutes, 'place', h.place)), '[]'::json)
      FROM slot_holds h
     WHERE ${holdsNearSql('s.coach_id')}) AS holds
 FROM services s LEFT JOIN coach_calendars c ON c.coach_id = s.coach_id
@@ -218,9 +228,10 @@ async function holdsNear(
     startsAt: Date;
     endsAt: Date;
     travelMinutes: number;
+    place: string | null;
   }>(
     `SELECT session_id AS "sessionId", service_id AS "serviceId", client_id AS "clientId", starts_at AS "startsAt",
-            ends_at AS "endsAt", travel_minutes AS "travelMinutes"
+            ends_at AS "endsAt", travel_minutes AS "travelMinutes", place
        FROM slot_holds h WHERE ${holdsNearSql('$1', '$4::int')}`,
     [coachId, from, to, travel],
   );
@@ -239,7 +250,9 @@ const slotsFor = (
   to: string,
   now: Date,
   travel: number,
-): FreeSlot[] => (schedule ? freeSlots(schedule, reservations, slotRulesOf(s), from, to, now, travel) : []);
+  place: string,
+): FreeSlot[] =>
+  schedule ? freeSlots(schedule, reservations, { ...slotRulesOf(s), place }, from, to, now, travel) : [];
 
 const ServicePath = t.type({ service_id: Uuid });
 const CoachPath = t.type({ coach_id: Uuid });
@@ -356,7 +369,15 @@ export function availabilityQueries(deps: AppDeps): Router {
               endsAt: new Date(h.endsAt).toISOString(),
             }));
       const { slots, until } = row.schedule
-        ? freeSlotsUntil(row.schedule, reservations, slotRulesOf(service), from, to, now, travel)
+        ? freeSlotsUntil(
+            row.schedule,
+            reservations,
+            { ...slotRulesOf(service), place: candidatePlace(ctx.query) },
+            from,
+            to,
+            now,
+            travel,
+          )
         : { slots: [], until: Infinity };
       const holed = holedJson(
         {
@@ -404,6 +425,7 @@ export function availabilityQueries(deps: AppDeps): Router {
     const zone = zoneRow.rows[0]?.tz ?? 'UTC';
     const { from, to } = range(ctx.query, zone, deps.clock());
     const travel = await candidateTravel(deps.db, coachId, ctx.query);
+    const place = candidatePlace(ctx.query);
     const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to, travel);
     const services = await coachServices(deps.db, coachId, false);
     const packages = caller
@@ -417,7 +439,7 @@ export function availabilityQueries(deps: AppDeps): Router {
       minutesTravel: travel,
       services: services.map((s) => ({
         service: s,
-        slots: slotsFor(s, schedule, reservations, from, to, deps.clock(), travel),
+        slots: slotsFor(s, schedule, reservations, from, to, deps.clock(), travel, place),
         packages: packages.filter((p) => p.serviceId === s.id),
       })),
     };

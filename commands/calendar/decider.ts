@@ -6,7 +6,7 @@ import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
 import { zoneOf } from './zones';
 import { paidAtSession } from '../payments/transitions';
 import { PersistentMap } from '../../src/persistentMap';
-import { freeSlots, instantsOf, parseLocal, slotRulesOf, type Reservation } from './slots';
+import { freeSlots, instantsOf, parseLocal, placeKey, slotRulesOf, type Reservation } from './slots';
 import { holdsAround, indexHold, unindexHold, type HoldsByDay } from './holdsByDay';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
@@ -189,6 +189,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             startsAt: s.startsAt,
             endsAt: s.endsAt,
             travelMinutes: event.data.terms.minutesTravel ?? 0,
+            place: placeKey(event.data.terms.addressId, event.data.terms.clientLocation),
           };
           const before = reservations.get(s.sessionId);
           if (before) holdsByDay = unindexHold(holdsByDay, before);
@@ -233,7 +234,11 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
       case 'ReserveSlots': {
         const refused = refuseService(command);
         if (refused) return left(refused);
-        const rules = slotRulesOf(command.service);
+        // Group seats are shared only at the place this order names (see placeKey).
+        const rules = {
+          ...slotRulesOf(command.service),
+          place: placeKey(command.order.addressId, command.order.clientLocation),
+        };
         const { schedule } = state;
         if (!schedule) return left(unavailable('the coach has not published a schedule'));
         const pkg = command.package ? state.packages.get(command.package.groupId) : undefined;

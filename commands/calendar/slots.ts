@@ -16,7 +16,24 @@ export interface Reservation {
   endsAt: string;
   /** The coach's travel to and from it: blocked before the start and after the end (0 or absent: none). */
   travelMinutes?: number;
+  /** Where it takes place (`placeKey`); absent on holds recorded before places were kept: any place. */
+  place?: string | null;
 }
+
+/**
+ * Where a session takes place, as a key: one of the coach's addresses (`a:<id>`), the client's position
+ * (`c:<lat>,<lng>`), or neither (`-`). A group session is one meeting at one place: a seat is shared only
+ * with holds at the same place; at another place the coach would have to be in two places at once.
+ */
+export const placeKey = (
+  addressId: string | null | undefined,
+  clientLocation: { lat: number; lng: number } | null | undefined,
+): string =>
+  addressId
+    ? `a:${addressId.toLowerCase()}`
+    : clientLocation
+      ? `c:${clientLocation.lat},${clientLocation.lng}`
+      : '-';
 
 export interface SlotRules {
   serviceId: string;
@@ -30,6 +47,8 @@ export interface SlotRules {
    * when the service has none: slots then step through each interval by the session length.
    */
   startTimes: Map<number, number[]> | null;
+  /** Where the candidate session would take place (`placeKey`): group seats are shared at that place only. */
+  place?: string;
 }
 
 /** A service's rules for its slots: availability shows and booking checks the very same ones. */
@@ -199,12 +218,13 @@ export function freeSlotsUntil(
   const spanStart = DateTime.fromISO(fromDate, { zone: zoneOf(zone) }).toMillis() - 86_400_000 - ownTravel;
   const spanEnd = last.toMillis() + 2 * 86_400_000 + ownTravel;
   // What the slot loop needs of each (a copy of the whole reservation per booking was most of its garbage).
-  const busy: { serviceId: string; s: number; e: number; bs: number; be: number }[] = [];
+  const busy: { serviceId: string; place?: string | null; s: number; e: number; bs: number; be: number }[] =
+    [];
   for (const r of reservations) {
     const { s, e } = instantsOf(r);
     const travel = (r.travelMinutes ?? 0) * 60_000;
     if (e + travel <= spanStart || s - travel >= spanEnd) continue;
-    busy.push({ serviceId: r.serviceId, s, e, bs: s - travel, be: e + travel });
+    busy.push({ serviceId: r.serviceId, place: r.place, s, e, bs: s - travel, be: e + travel });
   }
   // A booking's check (`only`): its date and minute of the day, so other slots are skipped unlabelled.
   const onlyParts = only === undefined ? null : /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)$/.exec(only);
@@ -251,7 +271,13 @@ export function freeSlotsUntil(
         let seatsTaken = 0;
         let blocked = false;
         for (const r of busy) {
-          if (rules.groupSession && r.serviceId === rules.serviceId && r.s === s && r.e === e) {
+          if (
+            rules.groupSession &&
+            r.serviceId === rules.serviceId &&
+            r.s === s &&
+            r.e === e &&
+            (r.place == null || rules.place === undefined || r.place === rules.place)
+          ) {
             seatsTaken++;
             continue;
           }

@@ -312,3 +312,44 @@ describe('the date range of availability (6, 11)', () => {
     }
   });
 });
+
+describe('a group session takes place at one place', () => {
+  it('shares its seats only with bookings at the same place; elsewhere its time is taken', async () => {
+    const { coach, studio, park, serviceId } = await coachWithPlaces({ groupSession: true, maxGroupSize: 3 });
+    const slot = '2026-12-02T10:00:00';
+    const first = await book((await m.client()).token, serviceId, { slots: [slot], addressId: park });
+    expect(first.status).toBe(200);
+
+    const seatsAt = async (query: string) => {
+      const res = await t.request(
+        'GET',
+        `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02${query}`,
+      );
+      expect(res.status).toBe(200);
+      return (res.body.slots as { slot: string; remainingSeats: number }[]).find((s) => s.slot === slot)
+        ?.remainingSeats;
+    };
+    expect(await seatsAt(`&address_id=${park}`)).toBe(2);
+    expect(await seatsAt(`&address_id=${studio}`)).toBeUndefined();
+    expect(await seatsAt(`&lat=${TIERGARTEN.lat}&lng=${TIERGARTEN.lng}`)).toBeUndefined();
+    // The coach's availability (11) says the same.
+    const byCoach = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-02&address_id=${studio}`,
+    );
+    expect(byCoach.status).toBe(200);
+    expect(JSON.stringify(byCoach.body)).not.toContain(`"slot":"${slot}"`);
+
+    const elsewhere = await book((await m.client()).token, serviceId, { slots: [slot], addressId: studio });
+    expect(elsewhere.status).toBe(409);
+    expect(elsewhere.body).toMatchObject({ error: 'slot_unavailable' });
+    const atHome = await book((await m.client()).token, serviceId, { slots: [slot], position: POTSDAM });
+    expect(atHome.status).toBe(409);
+    const samePlace = await book((await m.client()).token, serviceId, {
+      slots: [slot],
+      addressId: park.toUpperCase(),
+    });
+    expect(samePlace.status).toBe(200);
+    expect(await seatsAt(`&address_id=${park}`)).toBe(1);
+  });
+});

@@ -5,6 +5,7 @@ import {
   hoursOn,
   localDate,
   parseLocal,
+  placeKey,
   type Reservation,
   type SlotRules,
 } from '../../commands/calendar/slots';
@@ -215,6 +216,41 @@ describe('freeSlots with reservations', () => {
       '10:00',
       '11:00',
     ]);
+  });
+
+  it('shares a group slot only at the place its seats are held (the coach is at one place at a time)', () => {
+    const park = placeKey('5A000000-0000-4000-8000-00000000000A', null);
+    const home = placeKey(null, { lat: 52.5, lng: 13.4 });
+    expect([park, home, placeKey(null, null)]).toEqual([
+      'a:5a000000-0000-4000-8000-00000000000a',
+      'c:52.5,13.4',
+      '-',
+    ]);
+    const at = (place: string | undefined) =>
+      rules({ serviceId: 'circle', groupSession: true, maxGroupSize: 3, place });
+    const seat = {
+      ...held('circle', '2026-12-02T08:00:00.000Z', '2026-12-02T09:00:00.000Z', 'a'),
+      place: park,
+    };
+    const seats = (place: string | undefined, holds: Reservation[] = [seat]) =>
+      freeSlots(schedule, holds, at(place), '2026-12-02', '2026-12-02', now).map((s) => [
+        s.slot.slice(11, 16),
+        s.remainingSeats,
+      ]);
+    expect(seats(park)).toEqual([
+      ['09:00', 2],
+      ['10:00', 3],
+      ['11:00', 3],
+    ]);
+    // Elsewhere the held seat is the coach's busy time, as any other hold.
+    expect(seats(home)).toEqual([
+      ['10:00', 3],
+      ['11:00', 3],
+    ]);
+    expect(seats('-').map(([l]) => l)).toEqual(['10:00', '11:00']);
+    // A hold recorded before places were kept counts at any place.
+    const { place: _unknown, ...legacy } = seat;
+    expect(seats(home, [legacy])[0]).toEqual(['09:00', 2]);
   });
 });
 

@@ -58,4 +58,13 @@ CREATE INDEX sessions_coach ON sessions (coach_id, starts_at DESC);
 ALTER TABLE slot_holds ADD COLUMN travel_minutes integer NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 23,
+    // commands/calendar/slots.ts placeKey: group seats are shared at one place. Null on rows written
+    // before (any place) until a rebuild of the calendar read model fills it.
+    name: 'where a slot hold takes place',
+    sql: `
+ALTER TABLE slot_holds ADD COLUMN place text;
+`,
+  },
 ];
