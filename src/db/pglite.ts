@@ -1,6 +1,65 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Database, Queryable, QueryResult } from './database';
+
+/** Data directories this process has open. */
+const openHere = new Set<string>();
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * PGlite's files take one process at a time: a second one (a second `npm start`, a rebuild or seed run beside
+ * the service) would write the same files and corrupt them. `<dataDir>.lock` names the holder; a lock whose
+ * process is gone (a crash, `kill -9`) is taken over. Returns the release.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  const dir = fs.realpathSync(dataDir);
+  const file = `${dir}.lock`;
+  if (openHere.has(dir)) throw new Error(`the embedded database ${dir} is already open in this process`);
+  const me = { pid: process.pid, host: os.hostname() };
+  for (let tries = 0; ; tries++) {
+    try {
+      fs.writeFileSync(file, JSON.stringify({ ...me, since: new Date().toISOString() }), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || tries > 3) throw err;
+    }
+    let holder: { pid?: unknown; host?: unknown } = {};
+    try {
+      holder = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof holder;
+    } catch {
+      /* unreadable (garbage, or a holder in the instant between creating and writing it): stale */
+    }
+    const pid = typeof holder.pid === 'number' ? holder.pid : null;
+    const sameHost = holder.host === me.host;
+    // Our own pid in the file is a previous life of this process number (a restarted container's pid 1).
+    const held = pid !== null && (!sameHost || (pid !== me.pid && alive(pid)));
+    if (held)
+      throw new Error(
+        `the embedded database ${dir} is in use by process ${pid} on ${String(holder.host)} ` +
+          `(${file}); PGlite opens in one process at a time: stop that process, or go through it over HTTP`,
+      );
+    fs.rmSync(file, { force: true });
+  }
+  openHere.add(dir);
+  return () => {
+    openHere.delete(dir);
+    try {
+      const holder = JSON.parse(fs.readFileSync(file, 'utf8')) as { pid?: unknown };
+      if (holder.pid === me.pid) fs.rmSync(file, { force: true });
+    } catch {
+      /* gone already */
+    }
+  };
+}
 
 /**
  * PGlite is one in-process connection: a query issued while a transaction is open would run inside it.
@@ -8,11 +67,18 @@ import type { Database, Queryable, QueryResult } from './database';
  */
 export async function createPgliteDatabase(dataDir?: string): Promise<Database> {
   if (dataDir) fs.mkdirSync(dataDir, { recursive: true });
-  const db = await PGlite.create({
-    dataDir,
-    // Same representation as the pg adapter: 64-bit integers and numerics as strings.
-    parsers: { [types.INT8]: (v: string) => v, [types.NUMERIC]: (v: string) => v },
-  });
+  const release = dataDir ? lockDataDir(dataDir) : () => undefined;
+  let db: PGlite;
+  try {
+    db = await PGlite.create({
+      dataDir,
+      // Same representation as the pg adapter: 64-bit integers and numerics as strings.
+      parsers: { [types.INT8]: (v: string) => v, [types.NUMERIC]: (v: string) => v },
+    });
+  } catch (err) {
+    release();
+    throw err;
+  }
 
   let queue: Promise<unknown> = Promise.resolve();
   const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
@@ -67,6 +133,13 @@ export async function createPgliteDatabase(dataDir?: string): Promise<Database> 
         set.delete(onNotify);
       };
     },
-    close: () => exclusive(() => db.close()),
+    close: () =>
+      exclusive(async () => {
+        try {
+          await db.close();
+        } finally {
+          release();
+        }
+      }),
   };
 }
