@@ -58,7 +58,7 @@ export function createMetrics(): Metrics {
   });
   const bookingConflicts = new client.Counter({
     name: 'booking_conflicts_total',
-    help: 'Bookings refused with 409 by reason: slot_unavailable (taken or outside the schedule) or conflict (calendar busy)',
+    help: "Bookings refused with 409, by the answer's error code: slot_unavailable (taken or outside the schedule), conflict (calendar busy, or a keyed retry still running), package_exhausted, package_expired, package_canceled, package_unpaid",
     labelNames: ['reason'] as const,
     registers: [registry],
   });
