@@ -4,7 +4,7 @@ import type { AppDeps } from '../src/deps';
 import { currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { toFileBase, type FileBase } from '../src/resources/fileBase';
-import { FILES_PATH, isBlobKey } from '../src/storage/types';
+import { FILES_PATH, byteRange, isBlobKey } from '../src/storage/types';
 
 /** A user's videos in the user's order. */
 export async function listVideos(db: Queryable, userId: string): Promise<FileBase[]> {
@@ -36,16 +36,38 @@ export function videoQueries(deps: AppDeps): Router {
 
   // The stored files, for every adapter (S3 objects are streamed through the app; the bucket stays private).
   // Public: the URLs appear on public coach profiles; keys are random and unguessable.
+  // One byte range on request (206): browsers play and seek videos by ranges, and Safari plays none without.
   router.get(`${FILES_PATH}/:key`, async (ctx) => {
     const key = ctx.params.key ?? '';
-    const blob = isBlobKey(key) ? await deps.blobs.get(key) : null;
+    const asked: { verdict: ReturnType<typeof byteRange> } = { verdict: 'whole' };
+    const pick = (size: number) => {
+      asked.verdict = byteRange(ctx.get('range') || undefined, size);
+      return typeof asked.verdict === 'object' ? asked.verdict : null;
+    };
+    const blob = isBlobKey(key) ? await deps.blobs.get(key, pick) : null;
     if (!blob) throw notFound('file_not_found', 'no such file');
+    ctx.set('Accept-Ranges', 'bytes');
+    if (asked.verdict === 'unsatisfiable') {
+      blob.stream.destroy();
+      ctx.set('Content-Range', `bytes */${blob.size}`);
+      ctx.status = 416;
+      ctx.body = {
+        error: 'range_not_satisfiable',
+        message: `the file has ${blob.size} bytes`,
+        code: 416,
+      };
+      return;
+    }
     ctx.set('Cache-Control', 'public, max-age=3600');
     ctx.set('X-Content-Type-Options', 'nosniff');
     // Uploaded content is never run as a page of ours (an SVG "image" may carry a script).
     ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
     ctx.type = blob.contentType;
-    ctx.length = blob.size;
+    if (blob.range) {
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${blob.range.start}-${blob.range.end}/${blob.size}`);
+      ctx.length = blob.range.end - blob.range.start + 1;
+    } else ctx.length = blob.size;
     ctx.body = blob.stream;
   });
   return router;

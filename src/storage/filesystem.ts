@@ -74,7 +74,7 @@ export async function createFilesystemBlobStore(dir: string): Promise<BlobStore>
         throw err;
       }
     },
-    async get(key) {
+    async get(key, rangeOf) {
       assertBlobKey(key);
       let info: BlobInfo;
       try {
@@ -84,7 +84,8 @@ export async function createFilesystemBlobStore(dir: string): Promise<BlobStore>
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw err;
       }
-      return { ...info, stream: fs.createReadStream(dataOf(key)) };
+      const range = rangeOf?.(info.size) ?? null;
+      return { ...info, range, stream: fs.createReadStream(dataOf(key), range ?? {}) };
     },
     async delete(key) {
       assertBlobKey(key);

@@ -67,14 +67,17 @@ export async function createS3BlobStore(opts: S3Options): Promise<BlobStore> {
       const stat = await client.statObject(bucket, key);
       return { contentType, size: stat.size };
     },
-    async get(key) {
+    async get(key, rangeOf) {
       assertBlobKey(key);
       try {
         const stat = await client.statObject(bucket, key);
         const contentType =
           (stat.metaData as Record<string, string | undefined>)['content-type'] ?? 'application/octet-stream';
-        const stream = await client.getObject(bucket, key);
-        return { contentType, size: stat.size, stream };
+        const range = rangeOf?.(stat.size) ?? null;
+        const stream = range
+          ? await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1)
+          : await client.getObject(bucket, key);
+        return { contentType, size: stat.size, stream, range };
       } catch (err) {
         if (isMissing(err)) return null;
         throw err;

@@ -14,11 +14,43 @@ export interface BlobStore {
   readonly kind: 'filesystem' | 's3';
   /** `size`, when the caller knows it, lets the S3 adapter stream without spooling to a temporary file. */
   put(key: string, body: Readable | Buffer, contentType: string, size?: number): Promise<BlobInfo>;
-  /** The blob's bytes and info, or null when there is no such blob. */
-  get(key: string): Promise<(BlobInfo & { stream: Readable }) | null>;
+  /**
+   * The blob's bytes and info, or null when there is no such blob. `rangeOf`, given the blob's size, may
+   * pick one byte range to stream instead of all of it (an HTTP Range request).
+   */
+  get(
+    key: string,
+    rangeOf?: (size: number) => ByteRange | null,
+  ): Promise<(BlobInfo & { stream: Readable; range: ByteRange | null }) | null>;
   /** Removes the blob; removing a blob that is not there is not an error. */
   delete(key: string): Promise<void>;
   url(key: string): string;
+}
+
+/** Bytes `start` to `end`, both included. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * What a `Range` header asks of a blob of `size` bytes: one range (`bytes=a-b`, `a-`, `-n`), `unsatisfiable`
+ * (416: it starts at or past the end), or `whole` (no header, or one this server answers with the whole file:
+ * another unit, several ranges, a malformed one; RFC 9110 lets a server ignore those).
+ */
+export function byteRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | 'whole' {
+  const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
+  if (!m || (m[1] === '' && m[2] === '')) return 'whole';
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (m[2] !== '' && Number(m[2]) < start) return 'whole';
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
 }
 
 export const FILES_PATH = '/api/v1/storage/files';

@@ -36,6 +36,24 @@ function blobStoreContract(name: string, open: () => Promise<{ store: BlobStore;
       expect((await bytes(got!.stream)).equals(body)).toBe(true);
     });
 
+    it('streams one byte range when asked, given the size first; the whole blob when not', async () => {
+      const key = newBlobKey('t', randomUUID(), 'clip.mp4');
+      const body = randomBytes(50_000);
+      await store.put(key, body, 'video/mp4');
+      const sizes: number[] = [];
+      const part = await store.get(key, (size) => {
+        sizes.push(size);
+        return { start: 1000, end: 1999 };
+      });
+      expect(sizes).toEqual([body.length]);
+      expect(part!.range).toEqual({ start: 1000, end: 1999 });
+      expect(part!.size).toBe(body.length);
+      expect((await bytes(part!.stream)).equals(body.subarray(1000, 2000))).toBe(true);
+      const whole = await store.get(key, () => null);
+      expect(whole!.range).toBeNull();
+      expect((await bytes(whole!.stream)).equals(body)).toBe(true);
+    });
+
     it('stores a stream of unknown length', async () => {
       const key = newBlobKey('t', randomUUID());
       const parts = [Buffer.from('hello '), Buffer.from('stream '), randomBytes(10_000)];
