@@ -3,7 +3,7 @@ import { booking, type Booking } from '../commands/booking/decider';
 import { bookingStream, type SessionCanceled, type SessionDeclined } from '../commands/booking/events';
 import { calendar } from '../commands/calendar/decider';
 import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
-import { paymentStream, type PaymentStatusChanged } from '../commands/payments/events';
+import { paymentStream, type PaymentStatus, type PaymentStatusChanged } from '../commands/payments/events';
 import { paymentDecider } from '../commands/payments/decider';
 import { UNPAID_STATUSES } from '../commands/payments/transitions';
 import { handleCommand, readState } from '../src/commandHandler';
@@ -26,6 +26,16 @@ export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', ro
  *   payment follows: canceled if unpaid, refunded if received, left to the provider while in checkout;
  * - a canceled payment, or one that failed and expired, cancels its open sessions (which then give back).
  */
+/** A payment move that cancels its booking's open sessions: canceled, or deleted while unpaid. */
+const cancelsBooking = (from: PaymentStatus, to: PaymentStatus) =>
+  to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
+
+/** A payment stream's last status change, if any. */
+const lastMove = ({ events }: { events: RecordedEvent[] }) => {
+  const moves = events.filter((e) => e.type === 'PaymentStatusChanged');
+  return (moves[moves.length - 1]?.data as PaymentStatusChanged['data'] | undefined) ?? null;
+};
+
 export function bookingProcess(store: EventStore, clock: () => Date): Projection {
   const metadataFor = (cause: RecordedEvent): EventMetadata => ({
     causationId: cause.id,
@@ -36,6 +46,20 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
   /** Whether any session of the booking is still on (not declined or canceled); false with no booking. */
   const anySessionLeft = (b: Booking) =>
     [...b.sessions.values()].some((x) => x.state !== 'declined' && x.state !== 'canceled');
+
+  /** The booking's open sessions canceled for its payment's move (nothing to do without a booking). */
+  const cancelGroup = async (groupId: string, to: PaymentStatus, metadata: EventMetadata, now: string) => {
+    const outcome = await handleCommand(
+      store,
+      bookingStream(groupId),
+      booking,
+      { type: 'CancelGroup', reason: `payment_${to}`, now },
+      metadata,
+      50,
+    );
+    // A payment without a booking (created by hand) has nothing to cancel.
+    if (!outcome.ok && outcome.error.code !== 'session_not_found') throw new Error(outcome.error.message);
+  };
 
   return {
     name: 'booking-process',
@@ -65,6 +89,15 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
           )
             return;
           await completeBooking(store, event.data, metadata);
+          // A package's later sessions held after the package's payment was closed (on EventStoreDB the
+          // hold cannot be conditioned on the payment, read just before): the payment's own cancel of the
+          // package ran before they joined it, so they go now, or they would stay held with nothing to
+          // pay or release them.
+          if (event.data.packageTopUp) {
+            const closed = lastMove(await store.readStream(paymentStream(event.data.terms.paymentId)));
+            if (closed && cancelsBooking(closed.from, closed.to))
+              await cancelGroup(event.data.groupId, closed.to, metadata, now);
+          }
           return;
         case 'SessionDeclined':
         case 'SessionCanceled': {
@@ -101,23 +134,8 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
             return;
           }
           // Canceled, or deleted while unpaid: the booking's open sessions go and give their slots back.
-          const gone = to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
-          if (!gone) return;
-          const outcome = await handleCommand(
-            store,
-            bookingStream(groupId),
-            booking,
-            {
-              type: 'CancelGroup',
-              reason: `payment_${to}`,
-              now,
-            },
-            metadata,
-            50,
-          );
-          // A payment without a booking (created by hand) has nothing to cancel.
-          if (!outcome.ok && outcome.error.code !== 'session_not_found')
-            throw new Error(outcome.error.message);
+          if (!cancelsBooking(from, to)) return;
+          await cancelGroup(groupId, to, metadata, now);
           return;
         }
         default: {

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import type { SlotsReserved } from '../../commands/calendar/events';
 import type { EventStore } from '../../src/eventstore/types';
-import { eventually, type marketplace } from '../support/marketplace';
+import { eventually, marketplace as marketplaceOf, type marketplace } from '../support/marketplace';
 import { systemOnSteppedStore } from '../support/storeRaces';
-import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
+import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
 type Marketplace = ReturnType<typeof marketplace>;
 
@@ -75,5 +77,80 @@ describeSql('a package session booked while its payment is canceled', () => {
       (e) => e.type === 'SlotsReserved' && JSON.stringify(e.data).includes('2026-12-03'),
     );
     expect(held).toEqual([]);
+  });
+});
+
+/**
+ * On EventStoreDB the hold cannot carry that condition: a package's later session can be held after the
+ * package's payment was canceled (its read came before the cancel, its hold after it), and the booking
+ * process's cancel of the package's sessions has run already. The booking process then cancels the session
+ * it completes onto the package, which gives its slot back. Produced here on every store by writing such a
+ * hold (as the EventStoreDB route does, after the payment's cancel) straight to the coach's calendar.
+ */
+describe('a package session held after its payment was canceled (the EventStoreDB window)', () => {
+  let t: TestSystem;
+  let m: Marketplace;
+  beforeAll(async () => {
+    t = await startTestSystem({ clock: () => NOW });
+    m = marketplaceOf(t);
+  });
+  afterAll(() => t?.close());
+
+  it('is canceled by the booking process and its slot given back', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30 });
+    const client = await m.client();
+    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'] },
+    });
+    expect(first.status).toBe(200);
+    const { groupId, paymentId } = first.body[0];
+    const cancel = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/cancel`, {
+      token: m.service(),
+    });
+    expect(cancel.status).toBe(200);
+    const store = t.system.deps.store;
+    await eventually(
+      async () => (await store.readStream(`booking-${groupId}`)).events.map((e) => e.type),
+      (types) => types.includes('SessionCanceled'),
+    );
+
+    // The top-up's hold as the route writes it when the payment was read open just before the cancel.
+    const calendar = `calendar-${coach.id}`;
+    const { events, revision } = await store.readStream(calendar);
+    const pkg = events.find((e) => e.type === 'SlotsReserved')!.data as SlotsReserved['data'];
+    const sessionId = randomUUID();
+    const topUp: SlotsReserved['data'] = {
+      ...pkg,
+      sessions: [
+        {
+          sessionId,
+          startsAt: '2026-12-03T09:00:00.000Z',
+          endsAt: '2026-12-03T10:00:00.000Z',
+          slot: '2026-12-03T10:00:00',
+        },
+      ],
+      reservedAt: NOW.toISOString(),
+      packageTopUp: { bookedAt: pkg.reservedAt },
+    };
+    await store.append(calendar, [{ type: 'SlotsReserved', data: topUp }], { expectedRevision: revision });
+
+    const booked = await eventually(
+      async () => (await store.readStream(`booking-${groupId}`)).events,
+      (es) =>
+        es.some(
+          (e) => e.type === 'SessionCanceled' && (e.data as { sessionId: string }).sessionId === sessionId,
+        ),
+      5000,
+    );
+    expect(
+      booked.filter((e) => e.type === 'SessionCanceled').map((e) => (e.data as { reason: string }).reason),
+    ).toEqual(['payment_canceled', 'payment_canceled']);
+    await eventually(
+      async () => (await store.readStream(calendar)).events,
+      (es) => es.some((e) => e.type === 'SlotsReleased' && JSON.stringify(e.data).includes(sessionId)),
+      5000,
+    );
   });
 });
