@@ -1,9 +1,8 @@
 import { readState } from '../../src/commandHandler';
 import type { EventStore } from '../../src/eventstore/types';
 import { loadState } from '../../src/foldedStates';
-import type { BookingListed } from '../booking/events';
 import { clientBookings } from '../booking/lookups';
-import { paymentDecider } from './decider';
+import { paymentDecider, type PaymentState } from './decider';
 import { paymentStream } from './events';
 import { CLOSED_STATUSES } from './transitions';
 
@@ -28,33 +27,39 @@ export async function newestOpenPayment(
   origin: UpdateOrigin = {},
 ): Promise<{ paymentId: string } | 'none' | 'pending'> {
   const listed = await clientBookings(store, clientId);
-  const applied = await paymentThatApplied(store, listed, origin);
-  if (applied) return { paymentId: applied };
+  const { providerEventId, idempotencyTag } = origin;
+  if (providerEventId !== undefined || idempotencyTag !== undefined) {
+    // Both answers from one read of each payment: a second look at the newest payment could find it closed
+    // by a delivery of this same update that landed in between, and move the next open payment instead.
+    // Seen open here, it is this update's target; its decision then sees any such delivery and answers
+    // it unchanged.
+    const whole = idempotencyTag !== undefined; // the tag is in metadata, which only a whole read shows
+    const loaded = await Promise.all(
+      listed.map((b) => loadState(store, paymentStream(b.paymentId), paymentDecider, { whole })),
+    );
+    const applied = loaded.findIndex(
+      ({ state, recorded }) =>
+        (providerEventId !== undefined && state.seenProviderEventIds.includes(providerEventId)) ||
+        (whole && recorded.some((r) => r.metadata.idempotencyTag === idempotencyTag)),
+    );
+    if (applied >= 0) return { paymentId: listed[applied]!.paymentId };
+    for (const [i, { paymentId }] of listed.entries()) {
+      const verdict = openOrNot(loaded[i]!.state.payment);
+      if (verdict !== 'closed') return verdict === 'open' ? { paymentId } : verdict;
+    }
+    return 'none';
+  }
   for (const { paymentId } of listed) {
     const { payment } = await readState(store, paymentStream(paymentId), paymentDecider);
-    if (!payment) return 'pending';
-    // A free booking's payment (price 0) is nothing for the provider to update.
-    if (!CLOSED_STATUSES.includes(payment.status) && payment.price > 0) return { paymentId };
+    const verdict = openOrNot(payment);
+    if (verdict !== 'closed') return verdict === 'open' ? { paymentId } : verdict;
   }
   return 'none';
 }
 
-/** The newest of the client's payments that already took this update, if any (all are read at once). */
-async function paymentThatApplied(
-  store: EventStore,
-  listed: BookingListed['data'][],
-  { providerEventId, idempotencyTag }: UpdateOrigin,
-): Promise<string | undefined> {
-  if (providerEventId === undefined && idempotencyTag === undefined) return undefined;
-  // The tag is in the events' metadata, which only a whole read of the (short) stream shows.
-  const whole = idempotencyTag !== undefined;
-  const loaded = await Promise.all(
-    listed.map((b) => loadState(store, paymentStream(b.paymentId), paymentDecider, { whole })),
-  );
-  const i = loaded.findIndex(
-    ({ state, recorded }) =>
-      (providerEventId !== undefined && state.seenProviderEventIds.includes(providerEventId)) ||
-      (whole && recorded.some((r) => r.metadata.idempotencyTag === idempotencyTag)),
-  );
-  return i < 0 ? undefined : listed[i]!.paymentId;
+/** Whether a listed booking's payment is endpoint 17's: `pending` when it is not written yet. */
+function openOrNot(payment: PaymentState['payment']): 'open' | 'closed' | 'pending' {
+  if (!payment) return 'pending';
+  // A free booking's payment (price 0) is nothing for the provider to update.
+  return !CLOSED_STATUSES.includes(payment.status) && payment.price > 0 ? 'open' : 'closed';
 }

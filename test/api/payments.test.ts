@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { paymentStream } from '../../commands/payments/events';
 import { clientBookingsStream, type BookingListed } from '../../commands/booking/events';
 import { startTestSystem, type TestSystem } from '../support/system';
+import { systemOnSteppedStore } from '../support/storeRaces';
 
 const T0 = Date.parse('2026-03-03T13:00:00.000Z');
 const HOUR = 3600_000;
@@ -435,5 +436,81 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       expect.objectContaining({ to: 'failed' }),
       expect.objectContaining({ from: 'failed', to: 'canceled', reason: 'expired' }),
     ]);
+  });
+});
+
+describe('endpoint 17: a provider event delivered twice at once', () => {
+  it('applies both deliveries to one payment, even when the first lands while the second looks', async () => {
+    const now = new Date(T0);
+    const race = { target: '', reads: 0 };
+    const service = randomUUID();
+    const providerEventId = 'evt_twice_at_once';
+    const { t, inner, close } = await systemOnSteppedStore(now, (store) => ({
+      // The first delivery's cancel is written right after the second delivery first read the payment.
+      async readStream(streamName, opts) {
+        if (race.target && streamName === paymentStream(race.target) && ++race.reads === 2) {
+          const { events } = await store.readStream(streamName);
+          const created = events[0]!.data as { groupId: string };
+          await store.append(streamName, [
+            {
+              type: 'PaymentStatusChanged',
+              data: {
+                paymentId: race.target,
+                groupId: created.groupId,
+                from: 'awaiting',
+                to: 'canceled',
+                at: now.toISOString(),
+                reason: 'provider',
+                providerEventId,
+              },
+              metadata: { actor: { userId: service, role: 'service' } },
+            },
+          ]);
+        }
+        return store.readStream(streamName, opts);
+      },
+    }));
+    try {
+      const clientId = randomUUID();
+      const create = async (createdAt: string) => {
+        const p = {
+          paymentId: randomUUID(),
+          groupId: randomUUID(),
+          status: 'awaiting' as const,
+          price: 49.5,
+          currency: 'EUR',
+          methodId: 2,
+          method: 'card',
+          coachId: randomUUID(),
+          clientId,
+          serviceId: randomUUID(),
+          expiresAt: new Date(T0 + HOUR).toISOString(),
+          createdAt,
+        };
+        await inner.append(clientBookingsStream(clientId), [
+          {
+            type: 'BookingListed',
+            data: { ...p, sessionIds: [], bookedAt: createdAt },
+          },
+        ]);
+        await inner.append(paymentStream(p.paymentId), [{ type: 'PaymentCreated', data: p }]);
+        return p;
+      };
+      const older = await create(new Date(T0).toISOString());
+      const newer = await create(new Date(T0 + 1000).toISOString());
+      race.target = newer.paymentId;
+      const second = await t.request('POST', `/api/v1/payment/private/user/${clientId}/update`, {
+        token: t.token(service, ['service']),
+        body: { status: 'canceled', providerEventId },
+      });
+      expect(race.reads).toBeGreaterThanOrEqual(2);
+      // The event was applied (by the first delivery) to the newer payment: the repeat answers it, and the
+      // older booking's payment is left alone.
+      expect(second.status).toBe(200);
+      expect(second.body).toMatchObject({ status: 'canceled', serviceId: newer.serviceId });
+      expect((await inner.readStream(paymentStream(older.paymentId))).events).toHaveLength(1);
+    } finally {
+      await close();
+    }
   });
 });
