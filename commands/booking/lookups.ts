@@ -38,7 +38,9 @@ export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
     serviceId: reserved.serviceId,
     paymentId: reserved.terms.paymentId,
     sessionIds: reserved.sessions.map((s) => s.sessionId),
-    bookedAt: reserved.reservedAt,
+    // A package's later sessions are listed at the package's booking time, as they are booked: listed
+    // before the package's own entry (whose listing was healed late), they must not make it look newer.
+    bookedAt: reserved.packageTopUp?.bookedAt ?? reserved.reservedAt,
   },
 });
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SlotsReserved } from '../../commands/calendar/events';
+import { clientBookings, ensureListed, listBooking } from '../../commands/booking/lookups';
 import { bookingTerms, eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -229,5 +230,53 @@ describe('session lifecycle loads the booking stream, not the sessions read mode
     expect((await email(`${stranger.id}/session/${s1}/approve`)).body).toMatchObject({
       error: 'session_not_found',
     });
+  });
+});
+
+describe("the client's list orders a package by its booking time, however its listings came", () => {
+  const sys = ownSystem();
+
+  it('a later session listed before the package itself (its listing healed late) keeps the package older', async () => {
+    const store = sys.t.system.deps.store;
+    const clientId = randomUUID();
+    const hold = (reservedAt: string, over: Partial<SlotsReserved['data']> = {}): SlotsReserved['data'] => ({
+      coachId: randomUUID(),
+      groupId: randomUUID(),
+      serviceId: randomUUID(),
+      clientId,
+      groupSession: false,
+      maxGroupSize: 1,
+      timezone: 'Europe/Berlin',
+      sessions: [
+        {
+          sessionId: randomUUID(),
+          startsAt: '2026-12-09T09:00:00.000Z',
+          endsAt: '2026-12-09T10:00:00.000Z',
+          slot: '2026-12-09T10:00:00',
+        },
+      ],
+      terms: bookingTerms({ paymentId: randomUUID() }),
+      reservedAt,
+      ...over,
+    });
+    const pkg = hold('2026-11-20T08:00:00.000Z');
+    const other = hold('2026-11-25T08:00:00.000Z');
+    const topUp = hold('2026-11-30T08:00:00.000Z', {
+      groupId: pkg.groupId,
+      terms: pkg.terms,
+      packageTopUp: { bookedAt: pkg.reservedAt },
+    });
+    const metadata = { actor: { userId: clientId, role: 'client' } };
+    // The package's own listing was left to the booking-list process, which had not got to it when its
+    // later session was booked (the booking process had written the package's booking stream).
+    await listBooking(store, topUp, metadata);
+    await listBooking(store, other, metadata);
+    await ensureListed(store, pkg, metadata);
+    const listed = await clientBookings(store, clientId);
+    expect(listed.map((b) => [b.groupId, b.bookedAt])).toEqual([
+      [other.groupId, other.reservedAt],
+      [pkg.groupId, pkg.reservedAt],
+    ]);
+    expect(listed[1]!.sessionIds).toHaveLength(2);
   });
 });
