@@ -110,7 +110,17 @@ export function notificationCommands(deps: AppDeps): Router {
       },
       ['notification_channels'],
     );
-    const channel = findChannel(state, body.type, address)!;
+    // The channel this request registered: from its event, as a keyed request run again after a crash finds
+    // it in the log even when the channel has been removed since; else the one already registered.
+    const registered = events.find((e) => e.type === 'NotificationChannelRegistered');
+    const channel = registered
+      ? {
+          id: registered.data.channelId,
+          type: registered.data.type,
+          address: registered.data.address,
+          createdAt: registered.data.at,
+        }
+      : findChannel(state, body.type, address)!;
     // A new webhook's signing secret is shown here, once; registering the same URL again does not repeat it.
     const secret =
       channel.type === 'webhook' && events.length && signingKey !== null

@@ -164,7 +164,7 @@ export function videoCommands(deps: AppDeps): Router {
         const key = newBlobKey('video', deps.newId(), file.originalname);
         const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
         const blobs = [{ key, file }, ...(preview && previewKey ? [{ key: previewKey, file: preview }] : [])];
-        const { state } = await withStoredBlobs(deps, blobs, () =>
+        const { state, events } = await withStoredBlobs(deps, blobs, () =>
           run(ctx, userId, {
             type: 'UploadVideo',
             userId,
@@ -181,7 +181,14 @@ export function videoCommands(deps: AppDeps): Router {
             now: now(),
           }),
         );
-        ctx.body = answer(state, videoId);
+        // A keyed request run again after a crash finds its upload in the log, maybe deleted since: it
+        // answers the video as uploaded, and the blobs it stored again (the same keys) are nobody's.
+        const uploaded = events.find((e) => e.type === 'VideoUploaded');
+        if (uploaded && !state.videos.some((v) => v.videoId === videoId)) {
+          await deleteBlobs(deps, [key, ...(previewKey ? [previewKey] : [])]);
+          const { userId: _u, at: _a, ...video } = uploaded.data;
+          ctx.body = toFileBase(video);
+        } else ctx.body = answer(state, videoId);
       });
     } finally {
       await form.cleanup();

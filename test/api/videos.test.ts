@@ -403,6 +403,38 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(gallery.body).toHaveLength(1);
   });
 
+  it('runs a keyed upload again after a crash with the first answer, also when the video was deleted since', async () => {
+    const c = coach();
+    const key = randomUUID();
+    const file = mp4();
+    const keyed = async () => {
+      const form = new FormData();
+      form.append('file', new Blob([file.bytes], { type: file.type }), file.filename ?? 'file');
+      const res = await fetch(t.baseUrl + '/api/v1/storage/video', {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${c.token}`, 'idempotency-key': key },
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const first = await keyed();
+    expect(first.status).toBe(200);
+    expect(
+      (await t.request('DELETE', `/api/v1/storage/video/${first.body.id}`, { token: c.token })).status,
+    ).toBe(200);
+    // The process died before the answer was kept: the key is claimed with no answer, past its lease.
+    await t.system.deps.db.query(
+      `UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = now() - interval '1 hour'
+       WHERE key = $1`,
+      [key],
+    );
+    const retry = await keyed();
+    expect(retry).toEqual(first);
+    expect(await list(c.token)).toEqual([]);
+    // The file it stored again for the run is nobody's: gone again.
+    expect((await fetchBytes(first.body.url)).status).toBe(404);
+  });
+
   it('reorders to an exact permutation, and names missing, unknown and duplicated ids otherwise', async () => {
     const c = coach();
     const a = await uploadOk(c.token, 'a');

@@ -486,6 +486,39 @@ describe('listing and removing channels', () => {
     expect(back.secret).not.toBe(hook.secret);
   });
 
+  it('runs a keyed registration again after a crash with the first outcome, also when the channel was removed since', async () => {
+    const client = await m.client();
+    const headers = { 'Idempotency-Key': `crash-${randomUUID()}` };
+    const body = { type: 'webhook', address: receiver.url(`/hooks/${randomUUID()}`) };
+    const first = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body,
+      headers,
+    });
+    expect(first.status).toBe(200);
+    expect(
+      (await t.request('DELETE', `/api/v1/notification/channel/${first.body.id}`, { token: client.token }))
+        .status,
+    ).toBe(200);
+    // The process died before the answer was kept: the key is claimed with no answer, past its lease.
+    await t.system.deps.db.query(
+      `UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = now() - interval '1 hour'
+       WHERE key = $1`,
+      [headers['Idempotency-Key']],
+    );
+    const retry = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body,
+      headers,
+    });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual(first.body);
+    // Nothing registered again: the channel stays removed.
+    expect((await t.request('GET', '/api/v1/notification/channel', { token: client.token })).body).toEqual(
+      [],
+    );
+  });
+
   it('closes, without sending, a claim a dead sender left on a channel removed since', async () => {
     const client = await m.client();
     const path = `/hooks/${randomUUID()}`;
