@@ -18,24 +18,26 @@ import { LEASES } from '../src/leases';
 
 export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
 
+/** A payment move that cancels its booking's open sessions: canceled, or deleted while unpaid. */
+const cancelsBooking = (from: PaymentStatus, to: PaymentStatus) =>
+  to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
+
+/** The move of a payment stream that canceled its booking, if any (canceled or deleted never reopen). */
+const bookingCancelingMove = ({ events }: { events: RecordedEvent[] }) =>
+  events
+    .filter((e) => e.type === 'PaymentStatusChanged')
+    .map((e) => e.data as PaymentStatusChanged['data'])
+    .find((m) => cancelsBooking(m.from, m.to)) ?? null;
+
 /**
  * Process manager of bookings. Every step is idempotent (streams created only if absent, releases and
  * cancellations decide nothing when already done), so a replay or a crash between steps heals:
  * - a hold (SlotsReserved) gets its sessions and payment, even if the booking request died after holding;
  * - a declined or canceled session gives its slot back, and when it was the booking's last one, the
  *   payment follows: canceled if unpaid, refunded if received, left to the provider while in checkout;
- * - a canceled payment, or one that failed and expired, cancels its open sessions (which then give back).
+ * - a canceled payment, or one that failed and expired, cancels its open sessions (which then give back),
+ *   also a package's later sessions held after it was canceled (EventStoreDB cannot refuse those).
  */
-/** A payment move that cancels its booking's open sessions: canceled, or deleted while unpaid. */
-const cancelsBooking = (from: PaymentStatus, to: PaymentStatus) =>
-  to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
-
-/** A payment stream's last status change, if any. */
-const lastMove = ({ events }: { events: RecordedEvent[] }) => {
-  const moves = events.filter((e) => e.type === 'PaymentStatusChanged');
-  return (moves[moves.length - 1]?.data as PaymentStatusChanged['data'] | undefined) ?? null;
-};
-
 export function bookingProcess(store: EventStore, clock: () => Date): Projection {
   const metadataFor = (cause: RecordedEvent): EventMetadata => ({
     causationId: cause.id,
@@ -94,9 +96,10 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
           // package ran before they joined it, so they go now, or they would stay held with nothing to
           // pay or release them.
           if (event.data.packageTopUp) {
-            const closed = lastMove(await store.readStream(paymentStream(event.data.terms.paymentId)));
-            if (closed && cancelsBooking(closed.from, closed.to))
-              await cancelGroup(event.data.groupId, closed.to, metadata, now);
+            const closed = bookingCancelingMove(
+              await store.readStream(paymentStream(event.data.terms.paymentId)),
+            );
+            if (closed) await cancelGroup(event.data.groupId, closed.to, metadata, now);
           }
           return;
         case 'SessionDeclined':
