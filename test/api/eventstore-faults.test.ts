@@ -1,13 +1,9 @@
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { fork } from 'node:child_process';
 import { status } from '@grpc/grpc-js';
 import { bookingStream } from '../../commands/booking/events';
 import { startEsdbDouble, type EsdbDouble } from '../support/esdbDouble';
 import { eventually, marketplace } from '../support/marketplace';
 import { testDatabase } from '../support/services';
+import { startServiceProcess } from '../support/serviceProcess';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /**
@@ -125,50 +121,23 @@ describe('service on EventStoreDB through node faults', () => {
 });
 
 describe('the service process on EventStoreDB', () => {
-  const freePort = () =>
-    new Promise<number>((resolve) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as net.AddressInfo;
-        s.close(() => resolve(port));
-      });
-    });
-
   it('after 1,000 /healthz probes it still stops on SIGTERM within 5 s', async () => {
     const double = await startEsdbDouble();
     const database = await testDatabase();
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-sigterm-'));
-    const port = await freePort();
-    const output: string[] = [];
-    // src/main.ts itself, as `npm start` runs it, compiled on load by the Jest transformer's swc.
-    const child = fork(path.join(__dirname, '../../src/main.ts'), [], {
-      cwd: dataDir,
-      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        DATA_DIR: dataDir,
+    const service = await startServiceProcess(
+      {
         EVENTSTORE_URL: double.url,
         ...(database.url ? { DATABASE_URL: database.url } : {}),
         JWT_SECRET: 'a-test-secret-that-is-long-enough-for-production-rules',
-        LOG_LEVEL: 'warn',
       },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      'sigterm',
+    ).catch(async (err: unknown) => {
+      await double.close();
+      await database.drop();
+      throw err;
     });
-    child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-    child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const { child, base, exited } = service;
     try {
-      const base = `http://127.0.0.1:${port}`;
-      const up = await eventually(
-        () =>
-          fetch(`${base}/healthz`).then(
-            (r) => r.status,
-            () => 0,
-          ),
-        (s) => s === 200,
-        60_000,
-      );
-      expect({ up, output: up === 200 ? '' : output.join('') }).toEqual({ up: 200, output: '' });
       let probes = 0;
       const prober = async () => {
         while (probes < 1000) {
@@ -185,14 +154,12 @@ describe('the service process on EventStoreDB', () => {
         new Promise<string>((r) => (timer = setTimeout(() => r('still running'), 5000))),
       ]);
       clearTimeout(timer);
-      expect({ code, output: code === 0 ? '' : output.join('') }).toEqual({ code: 0, output: '' });
+      expect({ code, output: code === 0 ? '' : service.output() }).toEqual({ code: 0, output: '' });
       expect(Date.now() - sent).toBeLessThan(5000);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      await exited;
+      await service.cleanUp();
       await double.close();
       await database.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
 });

@@ -1,10 +1,6 @@
-import { fork } from 'node:child_process';
-import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import jwt from 'jsonwebtoken';
-import { eventually } from '../support/marketplace';
+import { startServiceProcess } from '../support/serviceProcess';
 
 /**
  * `npm start` (src/main.ts) stopped with SIGTERM, as a deploy or `docker stop` does: a request already
@@ -12,47 +8,11 @@ import { eventually } from '../support/marketplace';
  */
 const SECRET = 'a-test-secret-that-is-long-enough-for-production-rules';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
 it('answers a request in flight when SIGTERM arrives, then exits 0', async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-shutdown-'));
-  const port = await freePort();
-  const output: string[] = [];
-  const child = fork(path.join(__dirname, '../../src/main.ts'), [], {
-    cwd: dataDir,
-    execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
-    // Embedded PGlite in its own folder (a child process cannot share the test's database otherwise).
-    env: {
-      PATH: process.env.PATH,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      JWT_SECRET: SECRET,
-      WEBHOOK_SIGNING_KEY: SECRET,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-  child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-  child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  // Embedded PGlite in its own folder (a child process cannot share the test's database otherwise).
+  const service = await startServiceProcess({ JWT_SECRET: SECRET, WEBHOOK_SIGNING_KEY: SECRET }, 'shutdown');
+  const { child, port, exited } = service;
   try {
-    const up = await eventually(
-      () =>
-        fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (r) => r.status,
-          () => 0,
-        ),
-      (s) => s === 200,
-      60_000,
-    );
-    expect({ up, output: up === 200 ? '' : output.join('') }).toEqual({ up: 200, output: '' });
-
     // A command whose body is still arriving when the signal comes.
     const token = jwt.sign({ sub: '11111111-1111-4111-8111-111111111111', roles: ['client'] }, SECRET, {
       expiresIn: 3600,
@@ -78,10 +38,8 @@ it('answers a request in flight when SIGTERM arrives, then exits 0', async () =>
     const text = await answer;
     expect(text.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
     expect(text).toContain('Alexanderplatz 1');
-    expect({ code: await exited, output: output.join('') }).toEqual({ code: 0, output: '' });
+    expect({ code: await exited, output: service.output() }).toEqual({ code: 0, output: '' });
   } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    await exited;
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service.cleanUp();
   }
 }, 120_000);
