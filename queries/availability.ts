@@ -413,7 +413,7 @@ export function availabilityQueries(deps: AppDeps): Router {
     }
   });
 
-  // 11. Every approved service of a coach with its free slots.
+  // 11. Every approved service of a coach with its free slots (and the caller's owed package services).
   router.get('/api/v1/coach/:coach_id/availability', async (ctx) => {
     const coachId = decode(CoachPath, ctx.params, 'path').coach_id.toLowerCase();
     const caller = optionalPrincipal(ctx);
@@ -427,10 +427,15 @@ export function availabilityQueries(deps: AppDeps): Router {
     const travel = await candidateTravel(deps.db, coachId, ctx.query);
     const place = candidatePlace(ctx.query);
     const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to, travel);
-    const services = await coachServices(deps.db, coachId, false);
     const packages = caller
       ? (await clientPackages(deps.db, caller.userId, { coachId }, deps.clock())).filter((p) => p.open)
       : [];
+    // The approved services, and any other (withdrawn, or back in review) of which the caller holds an open
+    // package: its remaining sessions are owed and can be booked, as on endpoint 6.
+    const owed = new Set(packages.map((p) => p.serviceId));
+    const services = (await coachServices(deps.db, coachId, owed.size > 0)).filter(
+      (s) => s.status === 'approved' || owed.has(s.id),
+    );
     ctx.body = {
       coachId,
       timezone: zone,

@@ -10,6 +10,7 @@ import { notFound } from '../src/http/errors';
 import { Paging, Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
 import { coalesced, perDatabase } from '../src/db/coalesce';
+import { clientPackages } from './packages';
 
 interface ServiceRow {
   id: string;
@@ -22,6 +23,22 @@ const rowToOut = (r: ServiceRow) => toServiceOut({ ...r.fields, id: r.id, status
 /** Services in review or rejected are seen only by their coach and by admins. */
 const canSeeUnapproved = (caller: Principal | null, coachId: string) =>
   !!caller && (caller.userId === coachId || caller.roles.includes('admin'));
+
+/**
+ * The services not approved (withdrawn, or back in review after an edit) of which the caller holds an open
+ * package: its remaining sessions are owed, so the client sees the service (7), its slots (6, 11) and books
+ * them, as the calendar decider allows.
+ */
+async function owedServiceIds(
+  db: Queryable,
+  caller: Principal | null,
+  filter: { coachId?: string; serviceId?: string },
+  now: Date,
+): Promise<Set<string>> {
+  if (!caller) return new Set();
+  const packages = await clientPackages(db, caller.userId, filter, now);
+  return new Set(packages.filter((p) => p.open).map((p) => p.serviceId));
+}
 
 /** Service rows asked for in the same turn (concurrent GETs) read by one statement (src/db/coalesce.ts). */
 const serviceRow = perDatabase((db: Queryable) =>
@@ -70,7 +87,12 @@ export function serviceQueries(deps: AppDeps): Router {
     const serviceId = decode(t.type({ service_id: Uuid }), ctx.params, 'path').service_id.toLowerCase();
     const caller = optionalPrincipal(ctx);
     const found = await findService(deps.db, serviceId);
-    if (!found || (found.status !== 'approved' && !canSeeUnapproved(caller, found.coachId)))
+    if (
+      !found ||
+      (found.status !== 'approved' &&
+        !canSeeUnapproved(caller, found.coachId) &&
+        !(await owedServiceIds(deps.db, caller, { serviceId }, deps.clock())).has(serviceId))
+    )
       throw notFound('service_not_found', 'no such service');
     const { coachId: _owner, ...service } = found;
     ctx.body = service;

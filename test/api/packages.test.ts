@@ -316,4 +316,41 @@ describe('a package of a service withdrawn after it was sold', () => {
     // Without its package, the same client buys nothing new either.
     expect((await book(client.token, serviceId, { slots: ['2026-12-02T14:00:00'] })).status).toBe(404);
   });
+
+  it('shows the withdrawn service to its package client on 7 and 11 as on 6; to no one else', async () => {
+    clock.set('2026-12-01T08:00:00Z');
+    const { coach, client, serviceId, first } = await packageOf();
+    const other = await m.offering(coach, { name: 'Still sold' });
+    const admin = t.token(randomUUID(), ['admin']);
+    expect(
+      (await t.request('POST', `/api/v1/admin/services/${serviceId}/reject`, { token: admin })).status,
+    ).toBe(200);
+    const stranger = await m.client();
+    const service = `/api/v1/service/${serviceId}`;
+    const shown = await t.request('GET', service, { token: client.token });
+    expect(shown.status).toBe(200);
+    expect(shown.body).toMatchObject({ id: serviceId, status: 'rejected', numberOfSessions: 3 });
+    expect((await t.request('GET', service, { token: stranger.token })).status).toBe(404);
+    expect((await t.request('GET', service)).status).toBe(404);
+
+    const range = `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-02`;
+    const offered = (body: { services: { service: { id: string } }[] }) =>
+      body.services.map((s) => s.service.id).sort();
+    const mine = await t.request('GET', range, { token: client.token });
+    expect(mine.status).toBe(200);
+    expect(offered(mine.body)).toEqual([serviceId, other].sort());
+    const owed = mine.body.services.find((s: { service: { id: string } }) => s.service.id === serviceId);
+    expect(owed.slots.map((s: { slot: string }) => s.slot)).toContain('2026-12-02T12:00:00');
+    expect(owed.packages).toEqual([expect.objectContaining({ packageId: first.groupId, open: true })]);
+    expect(offered((await t.request('GET', range, { token: stranger.token })).body)).toEqual([other]);
+    expect(offered((await t.request('GET', range)).body)).toEqual([other]);
+
+    // Once the package is used up, the withdrawn service is gone for its client too.
+    for (const slot of ['2026-12-02T12:00:00', '2026-12-02T14:00:00'])
+      expect((await book(client.token, serviceId, { slots: [slot], packageId: first.groupId })).status).toBe(
+        200,
+      );
+    expect((await t.request('GET', service, { token: client.token })).status).toBe(404);
+    expect(offered((await t.request('GET', range, { token: client.token })).body)).toEqual([other]);
+  });
 });
