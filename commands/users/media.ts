@@ -133,10 +133,20 @@ export function profileMediaCommands(deps: AppDeps): Router {
                   addedAt: now,
                 },
               };
-        const { state, events } = await withStoredBlobs(deps, blobs, () =>
-          runCommand(deps, ctx, profileStream(userId), userProfile, command, [
-            kind === 'media' ? 'user_profiles' : 'profile_media',
-          ]),
+        // A keyed request run again after a crash answers what its first run did; a picture removed, or
+        // media replaced, since then is not put back (the blobs it stored again are dropped).
+        const { state, events } = await withStoredBlobs(
+          deps,
+          blobs,
+          () =>
+            runCommand(deps, ctx, profileStream(userId), userProfile, command, [
+              kind === 'media' ? 'user_profiles' : 'profile_media',
+            ]),
+          (done) => [
+            done.state.media?.mediaKey ?? null,
+            done.state.media?.previewKey ?? null,
+            ...done.state.gallery.flatMap((i) => [i.key, i.previewKey]),
+          ],
         );
         await deleteBlobs(
           deps,

@@ -71,11 +71,15 @@ const refused = (err: unknown) =>
  * when storing them fails or the command is refused, so no blob stays behind that no event names. When
  * the command's outcome is unknown (the event store did not answer), they are kept: the event may name
  * them, and a URL that answers 404 is worse than a file nobody names.
+ * `live`, given the command's result, names the blob keys its state still holds: a new blob it does not
+ * hold is deleted again. That is a keyed request run again after a crash (its ids, so its keys, are the
+ * first run's) whose upload was deleted or replaced since: the file its owner removed must not come back.
  */
 export async function withStoredBlobs<T>(
   deps: AppDeps,
   blobs: StoredBlob[],
   command: () => Promise<T>,
+  live?: (result: T) => Iterable<string | null>,
 ): Promise<T> {
   const stored: string[] = [];
   const removeStored = () =>
@@ -97,8 +101,9 @@ export async function withStoredBlobs<T>(
     await removeStored();
     throw err;
   }
+  let result: T;
   try {
-    return await command();
+    result = await command();
   } catch (err) {
     if (refused(err)) await removeStored();
     else if (stored.length)
@@ -108,6 +113,14 @@ export async function withStoredBlobs<T>(
       });
     throw err;
   }
+  if (live) {
+    const held = new Set(live(result));
+    await deleteBlobs(
+      deps,
+      stored.filter((k) => !held.has(k)),
+    );
+  }
+  return result;
 }
 
 /** After the event is stored: the blobs it made unreferenced. A failure here only leaks a file (logged). */
@@ -164,28 +177,31 @@ export function videoCommands(deps: AppDeps): Router {
         const key = newBlobKey('video', deps.newId(), file.originalname);
         const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
         const blobs = [{ key, file }, ...(preview && previewKey ? [{ key: previewKey, file: preview }] : [])];
-        const { state, events } = await withStoredBlobs(deps, blobs, () =>
-          run(ctx, userId, {
-            type: 'UploadVideo',
-            userId,
-            video: {
-              videoId,
-              title: fields.title ?? defaultTitle(file.originalname),
-              description: fields.description ?? '',
-              contentType: file.mimetype,
-              originFilename: file.originalname,
-              key,
-              previewKey,
-              filesize: file.size,
-            },
-            now: now(),
-          }),
+        const { state, events } = await withStoredBlobs(
+          deps,
+          blobs,
+          () =>
+            run(ctx, userId, {
+              type: 'UploadVideo',
+              userId,
+              video: {
+                videoId,
+                title: fields.title ?? defaultTitle(file.originalname),
+                description: fields.description ?? '',
+                contentType: file.mimetype,
+                originFilename: file.originalname,
+                key,
+                previewKey,
+                filesize: file.size,
+              },
+              now: now(),
+            }),
+          (done) => done.state.videos.flatMap((v) => [v.key, v.previewKey]),
         );
         // A keyed request run again after a crash finds its upload in the log, maybe deleted since: it
-        // answers the video as uploaded, and the blobs it stored again (the same keys) are nobody's.
+        // answers the video as uploaded (the blobs it stored again were nobody's: deleted above).
         const uploaded = events.find((e) => e.type === 'VideoUploaded');
         if (uploaded && !state.videos.some((v) => v.videoId === videoId)) {
-          await deleteBlobs(deps, [key, ...(previewKey ? [previewKey] : [])]);
           const { userId: _u, at: _a, ...video } = uploaded.data;
           ctx.body = toFileBase(video);
         } else ctx.body = answer(state, videoId);

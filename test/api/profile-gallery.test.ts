@@ -117,6 +117,72 @@ describe('profile images and certificates (14 with kind)', () => {
     expect(after.body.certificates).toHaveLength(1);
   });
 
+  it('a keyed upload run again after a crash does not put back a picture removed or media replaced since', async () => {
+    const coach = await m.coach();
+    const keyedUpload = async (key: string, parts: Part[]) => {
+      const form = new FormData();
+      for (const p of parts)
+        if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename);
+        else form.append(p.name, p.value ?? '');
+      const res = await fetch(`${t.baseUrl}/api/v1/storage/profile/media`, {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${coach.token}`, 'idempotency-key': key },
+      });
+      return { status: res.status, body: (await res.json()) as any, mediaId: res.headers.get('x-media-id') };
+    };
+    // The process died before the answer was kept: the key is claimed with no answer, past its lease.
+    const crashed = (key: string) =>
+      t.system.deps.db.query(
+        `UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = now() - interval '1 hour'
+         WHERE key = $1`,
+        [key],
+      );
+
+    const pictureKey = randomUUID();
+    const picture = [
+      { name: 'kind', value: 'image' },
+      { name: 'file', ...png() },
+      { name: 'preview', ...png(90) },
+    ];
+    const added = await keyedUpload(pictureKey, picture);
+    expect(added.status).toBe(200);
+    const [item] = (await t.request('GET', '/api/v1/storage/profile/media', { token: coach.token })).body;
+    const removed = await t.request('DELETE', `/api/v1/storage/profile/media/${added.mediaId}`, {
+      token: coach.token,
+    });
+    expect(removed.status).toBe(200);
+    await crashed(pictureKey);
+    const again = await keyedUpload(pictureKey, picture);
+    expect(again.status).toBe(200);
+    expect(again.mediaId).toBe(added.mediaId);
+    // Removed by its owner: its files stay gone and it is listed nowhere.
+    expect((await bytesAt(item.url)).status).toBe(404);
+    expect((await bytesAt(item.thumb)).status).toBe(404);
+    expect((await t.request('GET', '/api/v1/storage/profile/media', { token: coach.token })).body).toEqual(
+      [],
+    );
+
+    const mediaKey = randomUUID();
+    const media = [
+      { name: 'file', ...png() },
+      { name: 'preview', ...png(80) },
+    ];
+    const first = await keyedUpload(mediaKey, media);
+    expect(first.status).toBe(200);
+    const newer = await upload(coach.token, [{ name: 'file', ...png(600) }]);
+    expect(newer.status).toBe(200);
+    expect((await bytesAt(first.body.mediaUrl)).status).toBe(404);
+    await crashed(mediaKey);
+    const retry = await keyedUpload(mediaKey, media);
+    expect(retry.status).toBe(200);
+    // The newer media stays the profile's; the replaced one's files stay gone.
+    expect(retry.body.mediaUrl).toBe(newer.body.mediaUrl);
+    expect((await bytesAt(first.body.mediaUrl)).status).toBe(404);
+    expect((await bytesAt(first.body.mediaPreviewUrl)).status).toBe(404);
+    expect((await bytesAt(newer.body.mediaUrl)).status).toBe(200);
+  });
+
   it('refuses a wrong kind, a type the kind does not take, and a title on profile media', async () => {
     const client = await m.client();
     const badKind = await upload(client.token, [

@@ -435,6 +435,45 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect((await fetchBytes(first.body.url)).status).toBe(404);
   });
 
+  it('runs a keyed upload again after a crash without putting back the file and preview replaced since', async () => {
+    const c = coach();
+    const key = randomUUID();
+    const file = mp4();
+    const preview = png();
+    const keyed = async () => {
+      const form = new FormData();
+      form.append('file', new Blob([file.bytes], { type: file.type }), file.filename);
+      form.append('preview', new Blob([preview.bytes], { type: preview.type }), preview.filename);
+      const res = await fetch(t.baseUrl + '/api/v1/storage/video', {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${c.token}`, 'idempotency-key': key },
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const first = await keyed();
+    expect(first.status).toBe(200);
+    const replaced = await send('PUT', `/api/v1/storage/video/${first.body.id}`, c.token, [
+      { name: 'file', ...mp4(1500) },
+      { name: 'preview', ...png(60) },
+    ]);
+    expect(replaced.status).toBe(200);
+    expect((await fetchBytes(first.body.url)).status).toBe(404);
+    await t.system.deps.db.query(
+      `UPDATE idempotency_keys SET status = NULL, response = NULL, created_at = now() - interval '1 hour'
+       WHERE key = $1`,
+      [key],
+    );
+    const retry = await keyed();
+    expect(retry.status).toBe(200);
+    // The video as it is now; the replaced file and preview stay gone (the owner replaced them).
+    expect(retry.body).toEqual(replaced.body);
+    expect(await list(c.token)).toEqual([replaced.body]);
+    expect((await fetchBytes(first.body.url)).status).toBe(404);
+    expect((await fetchBytes(first.body.thumb)).status).toBe(404);
+    expect((await fetchBytes(replaced.body.url)).status).toBe(200);
+  });
+
   it('reorders to an exact permutation, and names missing, unknown and duplicated ids otherwise', async () => {
     const c = coach();
     const a = await uploadOk(c.token, 'a');
