@@ -195,11 +195,19 @@ export function createMailer(config: { smtpUrl?: string; mailFrom: string; dataD
     : createOutboxMailer(path.join(config.dataDir, 'outbox'), config.mailFrom);
 }
 
+/** The SMTP commands whose refusal is about this message or its recipient, not about the sender. */
+const MESSAGE_COMMANDS = new Set(['RCPT TO', 'DATA']);
+
 /**
- * Whether a failed send may succeed later: connection trouble and SMTP 4xx replies are temporary,
- * a 5xx reply (unknown mailbox, rejected message) is final.
+ * Whether a failed send is final: a 5xx reply to this message's recipient or content (RCPT TO, DATA: an
+ * unknown mailbox, a rejected message), or a message the service itself refused (an address that is not
+ * one mailbox, src/mail/compose.ts: no SMTP command). Connection trouble and 4xx replies are temporary, and
+ * so is a 5xx refusal of the service itself, before any message is looked at (the greeting, EHLO, AUTH,
+ * MAIL FROM: wrong credentials, a blocked address, a sender the relay does not accept): it refuses every
+ * e-mail alike until the operator fixes it, and then every e-mail waiting should go out, not have failed.
  */
 export function isPermanentMailError(err: unknown): boolean {
-  const code = (err as { responseCode?: unknown })?.responseCode;
-  return typeof code === 'number' && code >= 500 && code < 600;
+  const { responseCode: code, command } = (err ?? {}) as { responseCode?: unknown; command?: unknown };
+  if (typeof code !== 'number' || code < 500 || code >= 600) return false;
+  return command === undefined || (typeof command === 'string' && MESSAGE_COMMANDS.has(command));
 }

@@ -230,6 +230,46 @@ describe('e-mail over real SMTP', () => {
     const third = await booked();
     await mailsTo(emailOf(third.coach.id), 1);
   });
+
+  it('a relay refusing the service itself (5xx to MAIL FROM: wrong credentials, sender not allowed) defers every e-mail; fixed, they go out once', async () => {
+    const user = await m.client();
+    const settled = (status: string) =>
+      eventually(
+        async () =>
+          (
+            await t.system.deps.db.query<{ status: string; error: string | null }>(
+              `SELECT status, error FROM email_deliveries WHERE recipient = $1 AND template = 'verification'`,
+              [user.id],
+            )
+          ).rows[0],
+        (r) =>
+          r !== undefined && r.status !== 'sending' && (r.status !== 'deferred' || status === 'deferred'),
+        5000,
+      );
+    smtp.refuseSender(530);
+    try {
+      const res = await t.request('POST', `/api/v1/notification/private/email/${user.id}/verification`, {
+        token: m.service(),
+        body: { code: '271828' },
+      });
+      expect(res.status).toBe(200);
+      // Before, every e-mail sent while the relay refused the service failed for good: nothing retried them.
+      expect(await settled('deferred')).toEqual({
+        status: 'deferred',
+        error: expect.stringContaining('530'),
+      });
+    } finally {
+      smtp.refuseSender(null); // the operator fixed the credentials
+    }
+    expect(await t.system.retryDeferredEmails(new Date(now.getTime() + 2 * 60_000))).toBeGreaterThanOrEqual(
+      1,
+    );
+    const [mail] = await mailsTo(emailOf(user.id), 1);
+    expect(mail!.text).toContain('271828');
+    expect(await settled('sent')).toEqual({ status: 'sent', error: null });
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(1);
+  });
 });
 
 describe('crash safety of the delivery ledger', () => {

@@ -21,12 +21,14 @@ const header = (raw: string, name: string) => {
 
 /**
  * A real SMTP server (the `smtp-server` package) on an ephemeral port that keeps every message it accepts.
- * `rejectNext(n, code)` makes the next n RCPT commands fail with that reply code; `slowDown(ms)` delays
- * each message's acceptance.
+ * `rejectNext(n, code)` makes the next n RCPT commands fail with that reply code; `refuseSender(code)` makes
+ * every MAIL FROM fail with it (a relay refusing the service itself) until `refuseSender(null)`;
+ * `slowDown(ms)` delays each message's acceptance.
  */
 export async function startSmtpServer() {
   const received: ReceivedMail[] = [];
   let rejections: { left: number; code: number } = { left: 0, code: 451 };
+  let senderRefusal: number | null = null;
   let connections = 0;
   let delayMs = 0;
   const server = new SMTPServer({
@@ -37,6 +39,10 @@ export async function startSmtpServer() {
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
+    onMailFrom(_address, _session, callback) {
+      if (senderRefusal === null) return callback();
+      callback(Object.assign(new Error('authentication required'), { responseCode: senderRefusal }));
+    },
     onRcptTo(_address, _session, callback) {
       if (rejections.left > 0) {
         rejections.left--;
@@ -84,6 +90,10 @@ export async function startSmtpServer() {
     },
     rejectNext(n: number, code = 451) {
       rejections = { left: n, code };
+    },
+    /** Refuses every sender (MAIL FROM) with this reply code, as a relay does wrong credentials; null: accepts again. */
+    refuseSender(code: number | null) {
+      senderRefusal = code;
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
