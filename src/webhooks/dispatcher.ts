@@ -12,7 +12,8 @@ export const webhookRetryDelayMs = (attempts: number) => Math.min(30_000 * 2 ** 
 /** A claim left `sending` this long belongs to a process that died mid-send; it may be taken over. */
 const STALE_CLAIM_MS = 120_000;
 const TIMEOUT_MS = 10_000;
-const BATCH = 20;
+/** Attempts under way at once (at most one per channel). */
+const MAX_IN_FLIGHT = 20;
 
 export interface WebhookDispatcher {
   /** Sends the deliveries due at `now` (default the clock's); resolves to how many were delivered. */
@@ -46,7 +47,7 @@ export function createWebhookDispatcher(
   intervalMs = 1000,
 ): WebhookDispatcher {
   let timer: NodeJS.Timeout | null = null;
-  let running: Promise<number> | null = null;
+  let claiming: Promise<Promise<boolean>[]> | null = null;
   let again = false;
   let stopped = false;
   let unwatch: (() => void) | undefined;
@@ -124,46 +125,85 @@ export function createWebhookDispatcher(
     return ok;
   };
 
-  const pass = async (now: Date): Promise<number> => {
+  /**
+   * Attempts under way, by delivery id, with their channel. Each runs on its own: a pass does not wait for
+   * the attempts it started, so a receiver that takes its whole 10 s holds back no one else's webhooks, and
+   * a channel has one attempt under way at a time, so a dead receiver's backlog takes one of the
+   * MAX_IN_FLIGHT places, not all of them.
+   */
+  const inFlight = new Map<string, { channelId: string; done: Promise<boolean> }>();
+
+  /** Claims what is due (as many as there are free places) and starts the attempts; does not wait for them. */
+  const pass = async (now: Date): Promise<Promise<boolean>[]> => {
     const signingKey = deps.config.webhooks.signingKey;
-    if (signingKey === null) return 0; // no key: nothing can be signed (see src/config.ts)
+    if (signingKey === null) return []; // no key: nothing can be signed (see src/config.ts)
     // With several instances, webhooks go out from the holder of their lease only.
-    if (deps.leases && !deps.leases.holds(LEASES.webhooks)) return 0;
+    if (deps.leases && !deps.leases.holds(LEASES.webhooks)) return [];
+    const free = MAX_IN_FLIGHT - inFlight.size;
+    if (free <= 0) return [];
+    const busyChannels = [...new Set([...inFlight.values()].map((a) => a.channelId))];
     const due = await deps.db.query<Due>(
       `UPDATE webhook_deliveries SET status = 'sending', claimed_at = $1
        WHERE id IN (
-         SELECT id FROM webhook_deliveries
-         WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-            OR (status = 'sending' AND claimed_at < $2)
-         ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${BATCH})
+         SELECT id FROM (
+           SELECT DISTINCT ON (channel_id) id, next_attempt_at, created_at FROM webhook_deliveries
+           WHERE ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
+              OR (status = 'sending' AND claimed_at < $2))
+             AND NOT (channel_id = ANY($3::uuid[]))
+           ORDER BY channel_id, next_attempt_at NULLS FIRST, created_at, id) AS first_of_channel
+         ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${free})
          AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
             OR (status = 'sending' AND claimed_at < $2))
        RETURNING id, channel_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed`,
-      [now.toISOString(), new Date(now.getTime() - STALE_CLAIM_MS).toISOString()],
+      [now.toISOString(), new Date(now.getTime() - STALE_CLAIM_MS).toISOString(), busyChannels],
     );
-    const results = await Promise.all(due.rows.map((row) => attempt(row, now, signingKey)));
+    return due.rows.map((row) => {
+      const done = attempt(row, now, signingKey)
+        .catch((err: unknown) => {
+          deps.log.warn('webhook attempt failed', {
+            deliveryId: row.id,
+            error: err instanceof Error ? err.message : String(err),
+          });
+          return false;
+        })
+        .finally(() => {
+          inFlight.delete(row.id);
+          // A place is free: what waits goes out now, not at the next tick.
+          if (!stopped) setImmediate(background);
+        });
+      inFlight.set(row.id, { channelId: row.channel_id, done });
+      return done;
+    });
+  };
+
+  /**
+   * One claim at a time (two at once could each see a channel free). The answer counts the deliveries among
+   * the attempts this call started and those already under way when it came (its caller waits for them).
+   */
+  const deliverDue = async (now?: Date): Promise<number> => {
+    const waitFor = [...inFlight.values()].map((a) => a.done);
+    if (claiming) {
+      again = true;
+      waitFor.push(...(await claiming));
+    } else {
+      claiming = (async () => {
+        const started: Promise<boolean>[] = [];
+        do {
+          again = false;
+          started.push(...(await pass(now ?? deps.clock())));
+        } while (again && !stopped);
+        return started;
+      })().finally(() => {
+        claiming = null;
+      });
+      waitFor.push(...(await claiming));
+    }
+    const results = await Promise.all(waitFor);
     return results.filter(Boolean).length;
   };
 
-  const deliverDue = (now?: Date): Promise<number> => {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      let delivered = 0;
-      do {
-        again = false;
-        delivered += await pass(now ?? deps.clock());
-      } while (again && !stopped);
-      return delivered;
-    })().finally(() => {
-      running = null;
-    });
-    return running;
-  };
-
   const background = () => {
+    if (stopped) return;
     deliverDue().catch((err: unknown) =>
       deps.log.warn('webhook pass failed', { error: err instanceof Error ? err.message : String(err) }),
     );
@@ -188,7 +228,8 @@ export function createWebhookDispatcher(
       unwatch?.();
       if (timer) clearInterval(timer);
       timer = null;
-      await running?.catch(() => undefined);
+      await claiming?.catch(() => undefined);
+      await Promise.all([...inFlight.values()].map((a) => a.done));
     },
   };
 }

@@ -275,6 +275,64 @@ describe('webhook channels (27)', () => {
     }
   });
 
+  it("a receiver that never answers, with many deliveries due, holds back no one else's webhooks", async () => {
+    // Takes the request and never answers (a server that hangs, or a firewall): each attempt waits out its
+    // 10 s. Before, a pass waited for all it had claimed, so every other user's webhook waited too, and a
+    // backlog for the dead receiver filled every pass.
+    const sockets = new Set<Socket>();
+    let arrived: () => void = () => undefined;
+    const first = new Promise<void>((r) => (arrived = r));
+    const silent = http.createServer((req) => {
+      req.resume();
+      arrived();
+    });
+    silent.on('connection', (s) => sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const dead = await m.client();
+      const port = (silent.address() as AddressInfo).port;
+      const registered = await t.request('POST', '/api/v1/notification/channel', {
+        token: dead.token,
+        body: { type: 'webhook', address: `http://127.0.0.1:${port}/hook` },
+      });
+      expect(registered.status).toBe(200);
+      await book(dead);
+      await first; // its first attempt is under way
+      // A backlog for the same channel, due now (as after an outage of the receiver).
+      await t.system.deps.db.query(
+        `INSERT INTO webhook_deliveries (id, notification_id, channel_id, user_id, url, payload, status, created_at)
+         SELECT gen_random_uuid(), gen_random_uuid(), channel_id, user_id, url, payload, 'pending', created_at
+           FROM webhook_deliveries, generate_series(1, 25) WHERE user_id = $1`,
+        [dead.id],
+      );
+      t.system.deliverWebhooks().catch(() => undefined);
+      await silence();
+
+      const other = await m.client();
+      const path = `/hooks/${randomUUID()}`;
+      await registerHook(other.token, path);
+      await book(other, '2026-12-03T12:00:00');
+      const sent = await eventually(
+        async () => receiver.at(path),
+        (l) => l.length >= 1,
+        4000,
+      );
+      expect(sent).toHaveLength(1);
+    } finally {
+      // Nothing more for the dead receiver: its channel goes (what is queued is dropped).
+      const channels = await t.system.deps.db.query<{ channel_id: string; user_id: string }>(
+        `SELECT DISTINCT channel_id, user_id FROM webhook_deliveries WHERE url LIKE $1`,
+        [`http://127.0.0.1:${(silent.address() as AddressInfo).port}/%`],
+      );
+      for (const c of channels.rows)
+        await t.request('DELETE', `/api/v1/notification/channel/${c.channel_id}`, {
+          token: t.token(c.user_id),
+        });
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
   it('retries a failing receiver with backoff, same delivery id, and shows every attempt to admins', async () => {
     const client = await m.client();
     const path = `/hooks/${randomUUID()}`;
