@@ -9,6 +9,8 @@ const RECEIVED = ['received', 'delivered'];
  * part in (paid as a client, earned as a coach) that are received or delivered, in the currency of the
  * user's latest such payment (amounts in other currencies are not converted, so they are left out),
  * rounded to a whole unit (the interface document types it as an integer). 0 and '' when there is none.
+ * A free booking's payment (price 0, created received) took no money: it neither counts nor names the
+ * currency, or a free session priced in another currency would hide every payment made.
  */
 export async function userPaymentTotal(
   db: Queryable,
@@ -17,7 +19,7 @@ export async function userPaymentTotal(
   const res = await db.query<{ currency: string; total: string }>(
     `WITH mine AS (
        SELECT price, currency, created_at, seq FROM payments
-       WHERE (client_id = $1 OR coach_id = $1) AND status = ANY($2::text[])),
+       WHERE (client_id = $1 OR coach_id = $1) AND status = ANY($2::text[]) AND price > 0),
      latest AS (SELECT currency FROM mine ORDER BY created_at DESC, seq DESC LIMIT 1)
      SELECT latest.currency, sum(mine.price)::text AS total FROM mine JOIN latest USING (currency)
      GROUP BY latest.currency`,

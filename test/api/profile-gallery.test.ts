@@ -266,5 +266,18 @@ describe('UserProfileOut.totalPayment', () => {
     expect(await totals(client)).toEqual([81, 'EUR']); // 40.4 + 40.4, rounded to a whole unit
     expect(await totals(coach)).toEqual([81, 'EUR']);
     expect(await totals(await m.client())).toEqual([0, '']);
+
+    // A free session booked later, of a coach pricing in another currency: nothing was paid, so it neither
+    // counts nor names the currency. Before, the total became 0 USD, hiding the 81 EUR paid.
+    const other = await m.coach();
+    const free = await m.offering(other, { price: 0, priceCurrency: 'USD' });
+    const res = await t.request('POST', `/api/v1/service/${free}`, {
+      token: client.token,
+      body: { slots: ['2026-12-07T10:00:00'] },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body[0].paymentState).toBe('received');
+    expect(await totals(client)).toEqual([81, 'EUR']);
+    expect(await totals(other)).toEqual([0, '']);
   });
 });
