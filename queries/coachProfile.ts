@@ -5,7 +5,7 @@ import { notFound } from '../src/http/errors';
 import { Uuid, decode } from '../src/http/validation';
 import { optionalPrincipal } from './caller';
 import { greatCircleKm } from '../commands/calendar/travel';
-import { ratingOf } from './reviews';
+import { AVERAGE_RATING, ratingOf } from './reviews';
 import type { PublicCoachProfileOut } from '../src/resources/coachProfile';
 import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import { galleryFileBase, toFileBase } from '../src/resources/fileBase';
@@ -29,7 +29,7 @@ SELECT p.profile,
   (SELECT COALESCE(json_agg(json_build_object('id', s.id, 'status', s.status, 'fields', s.fields)
      ORDER BY s.created_at DESC, s.id), '[]'::json)
      FROM services s WHERE s.coach_id = p.id AND s.status = 'approved') AS services,
-  (SELECT avg(rating)::text FROM reviews WHERE coach_id = p.id) AS rating,
+  (SELECT ${AVERAGE_RATING} FROM reviews WHERE coach_id = p.id) AS rating,
   (SELECT count(*)::int FROM completed_sessions WHERE coach_id = p.id) AS sessions,
   (SELECT json_build_object('lat', lat, 'lng', lng) FROM addresses
     WHERE user_id = p.id AND is_default LIMIT 1) AS coach_place,

@@ -7,18 +7,23 @@ import { Uuid, decode, paging } from '../src/http/validation';
 import { isCoach } from '../src/readModels/users';
 import type { ReviewOut } from '../src/resources/review';
 
+/**
+ * SQL of a coach's average rating, rounded to 2 decimals by PostgreSQL on the exact decimal average (half
+ * away from zero): rounding its binary double instead took 1.025 (41 / 40) for 102.4999… hundredths, 1.02.
+ */
+export const AVERAGE_RATING = 'round(avg(rating), 2)::text';
+
 /** Average rating of a coach rounded to 2 decimals, or null while nobody has reviewed it. */
 export async function coachRating(db: Queryable, coachId: string): Promise<number | null> {
   const res = await db.query<{ avg: string | null }>(
-    'SELECT avg(rating)::text AS avg FROM reviews WHERE coach_id = $1',
+    `SELECT ${AVERAGE_RATING} AS avg FROM reviews WHERE coach_id = $1`,
     [coachId],
   );
   return ratingOf(res.rows[0]?.avg ?? null);
 }
 
-/** An average rating as shown: 2 decimals, null while nobody has reviewed. */
-export const ratingOf = (avg: string | null): number | null =>
-  avg == null ? null : Math.round(Number(avg) * 100) / 100;
+/** An average rating as shown (`AVERAGE_RATING`'s text): 2 decimals, null while nobody has reviewed. */
+export const ratingOf = (avg: string | null): number | null => (avg == null ? null : Number(avg));
 
 export async function listReviews(
   db: Queryable,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eventually, sessionsBookedData } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
+import type { Position } from '../../src/eventstore/types';
 
 let t: TestSystem;
 beforeAll(async () => {
@@ -462,6 +463,39 @@ describe('reviews and the public coach profile', () => {
     expect(unknown.body).toEqual({ error: 'coach_not_found', message: expect.any(String), code: 404 });
     // rating is the rounded average of the reviews: (4 + 5 + 2) / 3
     expect((await t.request('GET', `/api/v1/coach/${coach.id}/profile`)).body.rating).toBe(3.67);
+  });
+
+  it('rounds the average rating half up on its exact value: 41 / 40 = 1.025 shows as 1.03 (13 and 12)', async () => {
+    const coach = await newCoach();
+    const client = await newClient();
+    const serviceId = await newService(coach);
+    let last: Position | undefined;
+    for (let i = 0; i < 40; i++) {
+      const sessionId = randomUUID();
+      const { position } = await t.system.deps.store.append(
+        `session-${sessionId}`,
+        [
+          {
+            type: 'SessionReviewed',
+            data: {
+              sessionId,
+              coachId: coach.id,
+              clientId: client.id,
+              serviceId,
+              rating: i === 0 ? 2 : 1,
+              comment: '',
+              reviewedAt: '2030-01-01T10:00:00.000Z',
+            },
+          },
+        ],
+        { expectedRevision: 'any' },
+      );
+      last = position;
+    }
+    expect(await t.system.runner.waitFor(last!, 5000)).toBe(true);
+    expect((await t.request('GET', `/api/v1/coach/${coach.id}/profile`)).body.rating).toBe(1.03);
+    const asUser = await t.request('GET', `/api/v1/coach/client/${coach.id}`, { token: admin() });
+    expect(asUser.body.rating).toBe(1.03);
   });
 
   it('builds PublicCoachProfileOut from profile, approved services, reviews and completed sessions', async () => {
