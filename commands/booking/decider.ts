@@ -54,7 +54,7 @@ export const DISPUTE_DAYS = 30;
 const notFound: DomainError = { code: 'session_not_found', message: 'no such session' };
 const invalid = (from: SessionState, action: string): DomainError => ({
   code: 'invalid_transition',
-  message: `a ${from} session cannot be ${action}`,
+  message: `${/^[aeiou]/.test(from) ? 'an' : 'a'} ${from} session cannot be ${action}`,
 });
 const forbidden = (who: string): DomainError => ({
   code: 'forbidden',

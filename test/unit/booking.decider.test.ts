@@ -139,6 +139,16 @@ describe('booking decider: Approve', () => {
     expect(outcome(given([booked, canceled()]).when(approve(coach)))).toBe('invalid_transition');
   });
 
+  it('names the state it refuses from in readable English', () => {
+    const message = (r: Either<DomainError, BookingEvent[]>) => (isLeft(r) ? r.left.message : '');
+    expect(message(given([booked, approved()]).when(approve(coach)))).toBe(
+      'an approved session cannot be approved',
+    );
+    expect(message(given([booked, declined()]).when(approve(coach)))).toBe(
+      'a declined session cannot be approved',
+    );
+  });
+
   it('allows approval until the end, not after it', () => {
     expect(outcome(given([booked]).when(approve(coach, hoursFromStart(0.5))))).toBe('SessionApproved');
     expect(outcome(given([booked]).when(approve(coach, END)))).toBe('invalid_transition');
