@@ -8,6 +8,9 @@ import type { Mailer } from './mail/mailer';
 
 export { MAX_MAIL_ATTEMPTS, retryDelayMs } from '../commands/delivery/decider';
 
+/** Candidates read from the read model at a time (a pass reads pages until none is due). */
+const PAGE = 50;
+
 export interface MailRetry {
   /** Sends the deferred e-mails due at `now`, and those whose sender died (lease over); resolves to how many went out. */
   retryDue(now?: Date): Promise<number>;
@@ -36,6 +39,7 @@ export function createMailRetry(
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<number> | null = null;
   let unwatch: (() => void) | undefined;
+  let stopping = false;
   const owner = () => !deps.leases || deps.leases.holds(LEASES.mail);
 
   const retryOnce = async (now: Date): Promise<number> => {
@@ -48,27 +52,37 @@ export function createMailRetry(
       ...deps,
       clock: () => new Date(now.getTime() + performance.now() - started),
     });
-    const due = await deps.db.query<{ stream: string; cause_event_id: string }>(
-      `(SELECT stream, cause_event_id, next_attempt_at AS due FROM email_deliveries
-         WHERE status = 'deferred' AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT 50)
-       UNION ALL
-       (SELECT stream, cause_event_id, lease_until AS due FROM email_deliveries
-         WHERE status = 'sending' AND lease_until <= $1 ORDER BY lease_until LIMIT 50)
-       ORDER BY due`,
-      [now.toISOString()],
-    );
+    // Page after page until none is left: after a relay outage the whole backlog goes out in this pass, one
+    // after the other (a sending slot at a time, the others left to new e-mail), not 50 every 30 s. A
+    // delivery handled in this pass is not tried again in it, also while the read model still shows it due.
+    const handled = new Set<string>();
     let sent = 0;
-    for (const row of due.rows) {
-      if (!owner()) break; // lost the lease: the new owner sends the rest
-      // In the cause's correlation, as the first attempt was (the ledger's first event carries it): an
-      // auditor's chain of the cause then shows the retried sending among its effects.
-      const first = (await deps.store.readStream(row.stream)).events[0];
-      const correlationId = first?.metadata.correlationId ?? row.cause_event_id;
-      const metadata = { causationId: row.cause_event_id, correlationId, actor: SYSTEM_ACTOR };
-      // Skipped when sent, re-claimed or not due after all: the ledger says so.
-      if ((await ledger.retry(row.stream, metadata)) === 'sent') sent++;
+    for (;;) {
+      const due = await deps.db.query<{ stream: string; cause_event_id: string }>(
+        `(SELECT stream, cause_event_id, next_attempt_at AS due FROM email_deliveries
+           WHERE status = 'deferred' AND next_attempt_at <= $1 AND stream <> ALL($2::text[])
+           ORDER BY next_attempt_at LIMIT ${PAGE})
+         UNION ALL
+         (SELECT stream, cause_event_id, lease_until AS due FROM email_deliveries
+           WHERE status = 'sending' AND lease_until <= $1 AND stream <> ALL($2::text[])
+           ORDER BY lease_until LIMIT ${PAGE})
+         ORDER BY due`,
+        [now.toISOString(), [...handled]],
+      );
+      if (!due.rows.length) return sent;
+      for (const row of due.rows) {
+        // Lost the lease: the new owner sends the rest. Stopping: the next start does.
+        if (!owner() || stopping) return sent;
+        handled.add(row.stream);
+        // In the cause's correlation, as the first attempt was (the ledger's first event carries it): an
+        // auditor's chain of the cause then shows the retried sending among its effects.
+        const first = (await deps.store.readStream(row.stream)).events[0];
+        const correlationId = first?.metadata.correlationId ?? row.cause_event_id;
+        const metadata = { causationId: row.cause_event_id, correlationId, actor: SYSTEM_ACTOR };
+        // Skipped when sent, re-claimed or not due after all: the ledger says so.
+        if ((await ledger.retry(row.stream, metadata)) === 'sent') sent++;
+      }
     }
-    return sent;
   };
 
   const retryDue = (now = deps.clock()) => {
@@ -89,6 +103,7 @@ export function createMailRetry(
   return {
     retryDue,
     start() {
+      stopping = false;
       timer = setInterval(tick, intervalMs);
       timer.unref();
       // Taking the mail lease over: what the previous owner deferred or left half-sent goes out from here.
@@ -97,6 +112,7 @@ export function createMailRetry(
       });
     },
     async stop() {
+      stopping = true; // a pass under way ends after the e-mail it is sending
       unwatch?.();
       if (timer) clearInterval(timer);
       timer = null;
