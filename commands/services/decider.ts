@@ -27,6 +27,34 @@ function groupRule(f: Pick<ServiceFields, 'groupSession' | 'maxGroupSize'>): Dom
     : null;
 }
 
+/** Decimals of a currency's minor unit (ISO 4217, from the runtime's ICU data): EUR 2, JPY 0, BHD 3; else 2. */
+export function currencyDecimals(currency: string): number {
+  try {
+    return (
+      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
+      2
+    );
+  } catch {
+    return 2;
+  }
+}
+
+/**
+ * A price is an amount a client can pay: no finer than its currency's minor unit (19.999 EUR, or 0.5 JPY,
+ * cannot be charged, and 0.0000001 EUR would be a booking that is not free and can never be paid).
+ */
+function priceRule(f: Pick<ServiceFields, 'price' | 'priceCurrency'>): DomainError | null {
+  const decimals = currencyDecimals(f.priceCurrency);
+  const scaled = f.price * 10 ** decimals;
+  // The tolerance absorbs binary fractions: 19.99 * 100 is 1998.9999999999998.
+  return Math.abs(scaled - Math.round(scaled)) < 1e-6
+    ? null
+    : {
+        code: 'validation',
+        message: `price ${f.price} has more decimals than ${f.priceCurrency} has (${decimals})`,
+      };
+}
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 function decideUpdate(
@@ -41,7 +69,10 @@ function decideUpdate(
     ),
   ) as Partial<ServiceFields>;
   if (Object.keys(changes).length === 0) return right([]);
-  const err = groupRule({ ...s, ...changes });
+  const err =
+    groupRule({ ...s, ...changes }) ??
+    // Checked when the price or its currency changes: other edits of a service stored before the rule stay possible.
+    ('price' in changes || 'priceCurrency' in changes ? priceRule({ ...s, ...changes }) : null);
   if (err) return left(err);
   const events: ServiceEvent[] = [
     {
@@ -88,7 +119,7 @@ export const service: Decider<ServiceCommand, ServiceEvent, ServiceState> = {
     switch (command.type) {
       case 'CreateService': {
         if (s) return left({ code: 'conflict', message: 'a service with this id already exists' });
-        const err = groupRule(command.fields);
+        const err = groupRule(command.fields) ?? priceRule(command.fields);
         if (err) return left(err);
         return right([
           {

@@ -18,7 +18,7 @@ import { userSessionCount } from '../../src/readModels/users';
 import { toUserProfileOut } from '../../src/resources/userProfile';
 import { defaultTitle, deleteBlobs, withStoredBlobs } from '../videos/routes';
 import { userProfile, type UserCommand } from './decider';
-import { profileStream, type GalleryKind } from './events';
+import { profileStream, type GalleryKind, type UserEvent } from './events';
 
 export const MediaFields = strict(
   {},
@@ -63,6 +63,23 @@ function checkKind(
       'unsupported_media_type',
       `file of kind ${kind} must be ${ACCEPTS[kind].map((a) => (a.endsWith('/') ? `${a}*` : a)).join(' or ')}, got ${file.mimetype}`,
     );
+}
+
+/**
+ * The blob keys of a picture or certificate the user removed, or none while it is not removed: a removal
+ * whose answer was lost (503, a crash) may have left them stored, and its repeat removes them.
+ */
+async function keysOfRemovedItem(deps: AppDeps, userId: string, mediaId: string): Promise<string[]> {
+  try {
+    const { events } = await deps.store.readStream(profileStream(userId));
+    return events.flatMap((r) => {
+      const e = { type: r.type, data: r.data } as UserEvent;
+      return e.type === 'ProfileMediaRemoved' && e.data.mediaId === mediaId ? e.data.removedKeys : [];
+    });
+  } catch (err) {
+    deps.log.warn('could not read the files of a removed picture', { mediaId, err: String(err) });
+    return [];
+  }
 }
 
 export function profileMediaCommands(deps: AppDeps): Router {
@@ -164,14 +181,22 @@ export function profileMediaCommands(deps: AppDeps): Router {
   router.delete('/api/v1/storage/profile/media/:media_id', authenticated(), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const mediaId = decode(MediaIdPath, ctx.params, 'path').media_id.toLowerCase();
-    const { events } = await runCommand(
-      deps,
-      ctx,
-      profileStream(userId),
-      userProfile,
-      { type: 'RemoveProfileMedia', userId, mediaId, now: deps.clock().toISOString() },
-      ['profile_media'],
-    );
+    let events: UserEvent[];
+    try {
+      ({ events } = await runCommand(
+        deps,
+        ctx,
+        profileStream(userId),
+        userProfile,
+        { type: 'RemoveProfileMedia', userId, mediaId, now: deps.clock().toISOString() },
+        ['profile_media'],
+      ));
+    } catch (err) {
+      // A repeat (the first answered 503 or not at all) is 404, and removes the files the first may have left.
+      if (err instanceof HttpError && err.error === 'media_not_found')
+        await deleteBlobs(deps, await keysOfRemovedItem(deps, userId, mediaId));
+      throw err;
+    }
     await deleteBlobs(
       deps,
       events.flatMap((e) => (e.type === 'ProfileMediaRemoved' ? e.data.removedKeys : [])),

@@ -136,6 +136,33 @@ export async function deleteBlobs(deps: AppDeps, keys: string[]): Promise<void> 
   );
 }
 
+/**
+ * Every blob key a deleted video ever had (its upload's and each replace's), or none while it is not
+ * deleted. Once the video is gone none of them is anyone's, yet some may still be stored: a delete whose
+ * answer was lost (503, a crash) before its files were removed, or a replace's old files likewise. Read
+ * from the log on a delete and on its repeat, which then remove them; a failing read only leaves them.
+ */
+async function keysOfDeletedVideo(deps: AppDeps, userId: string, videoId: string): Promise<string[]> {
+  let recorded;
+  try {
+    ({ events: recorded } = await deps.store.readStream(videoStream(userId)));
+  } catch (err) {
+    deps.log.warn('could not read the files of a deleted video', { videoId, err: String(err) });
+    return [];
+  }
+  const keys = new Set<string>();
+  let deleted = false;
+  for (const r of recorded) {
+    const e = { type: r.type, data: r.data } as VideoEvent;
+    if (e.type === 'VideosReordered' || e.data.videoId !== videoId) continue;
+    if (e.type === 'VideoDeleted') deleted = true;
+    if (e.type === 'VideoReplaced') e.data.replacedKeys.forEach((k) => keys.add(k));
+    keys.add(e.data.key);
+    if (e.data.previewKey) keys.add(e.data.previewKey);
+  }
+  return deleted ? [...keys] : [];
+}
+
 export function videoCommands(deps: AppDeps): Router {
   const router = new Router();
   const tmpDir = uploadTmpDir(deps.config.dataDir);
@@ -276,12 +303,22 @@ export function videoCommands(deps: AppDeps): Router {
     }
   });
 
-  // 5. Delete: answers {id, status: 'deleted'}; the blobs are removed after the event is stored.
+  // 5. Delete: answers {id, status: 'deleted'}; the blobs are removed after the event is stored. A repeat
+  // (the first answered 503 or not at all) is 404 like any video the caller does not have, and removes
+  // the files the first may have left.
   router.delete('/api/v1/storage/video/:video_id', requireRole('coach'), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const videoId = decode(VideoIdPath, ctx.params, 'path').video_id.toLowerCase();
-    const { events } = await run(ctx, userId, { type: 'DeleteVideo', userId, videoId, now: now() });
-    await deleteBlobs(deps, replacedBy(events));
+    let events: VideoEvent[];
+    try {
+      ({ events } = await run(ctx, userId, { type: 'DeleteVideo', userId, videoId, now: now() }));
+    } catch (err) {
+      if (err instanceof HttpError && err.error === 'video_not_found')
+        await deleteBlobs(deps, await keysOfDeletedVideo(deps, userId, videoId));
+      throw err;
+    }
+    const keys = new Set([...replacedBy(events), ...(await keysOfDeletedVideo(deps, userId, videoId))]);
+    await deleteBlobs(deps, [...keys]);
     ctx.body = { id: videoId, status: 'deleted' };
   });
   return router;

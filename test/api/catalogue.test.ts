@@ -340,6 +340,43 @@ describe('services: create, edit, approve, reject, read', () => {
     expect(group.body.detail[0].loc).toEqual(['body', 'maxGroupSize']);
   });
 
+  it("refuses a price finer than its currency's minor unit, on create and on edit (422)", async () => {
+    const coach = await newCoach();
+    const create = (over: Record<string, unknown>) =>
+      t.request('POST', '/api/v1/coach/services', { token: coach.token, body: serviceBody(over) });
+    for (const over of [
+      { price: 19.999 },
+      { price: 0.0000001 },
+      { price: 1500.5, priceCurrency: 'JPY' },
+      { price: 1.2345, priceCurrency: 'BHD' },
+    ]) {
+      const res = await create(over);
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({
+        error: 'validation',
+        message: expect.stringMatching(/decimals/),
+        code: 422,
+      });
+    }
+    for (const over of [
+      { price: 19.99 },
+      { price: 1500, priceCurrency: 'JPY' },
+      { price: 1.234, priceCurrency: 'BHD' },
+    ])
+      expect((await create(over)).status).toBe(200);
+    const id = await newService(coach, { price: 19.99 });
+    const edit = (body: Record<string, unknown>) =>
+      t.request('PUT', `/api/v1/coach/services/${id}`, { token: coach.token, body });
+    expect((await edit({ price: 19.995 })).status).toBe(422);
+    // A currency without decimals makes the stored price unpayable: refused too.
+    expect((await edit({ priceCurrency: 'JPY' })).body).toMatchObject({ error: 'validation', code: 422 });
+    expect((await edit({ price: 2500, priceCurrency: 'JPY' })).body).toMatchObject({ price: 2500 });
+    expect((await t.request('GET', `/api/v1/service/${id}`)).body).toMatchObject({
+      price: 2500,
+      priceCurrency: 'JPY',
+    });
+  });
+
   it('guards roles and coach existence', async () => {
     expect((await t.request('POST', '/api/v1/coach/services', { body: serviceBody() })).status).toBe(401);
     const client = await newClient();

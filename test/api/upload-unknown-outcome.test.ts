@@ -97,6 +97,11 @@ it('a replace answered 503 whose event was stored keeps the new file: the listed
   );
   expect(video!.url).not.toBe(first.body.url);
   expect(await served(video!.url, next)).toEqual({ status: 200, same: true });
+  // The file it replaced was left (the answer was lost before it was removed); deleting the video takes it.
+  const del = await t.request('DELETE', `/api/v1/storage/video/${first.body.id}`, { token });
+  expect(del.status).toBe(200);
+  expect((await fetch(t.baseUrl + first.body.url)).status).toBe(404);
+  expect((await fetch(t.baseUrl + video!.url)).status).toBe(404);
 });
 
 it('a profile picture answered 503 whose event was stored keeps its file', async () => {
@@ -126,4 +131,49 @@ it('a refused replace still keeps nothing of its upload (404: nothing was stored
   ]);
   expect(res.status).toBe(404);
   expect(stored()).toEqual(before);
+});
+
+it('a delete answered 503 whose event was stored: its repeat answers 404 and the files stop being served', async () => {
+  const token = t.token(randomUUID(), ['coach']);
+  const file = randomBytes(800);
+  const preview = randomBytes(90);
+  const up = await send('POST', '/api/v1/storage/video', token, [
+    { name: 'file', bytes: file, type: 'video/mp4', filename: 'a.mp4' },
+    { name: 'preview', bytes: preview, type: 'image/png', filename: 'p.png' },
+  ]);
+  expect(up.status).toBe(200);
+  loseAnswers = 1;
+  const del = await t.request('DELETE', `/api/v1/storage/video/${up.body.id}`, { token });
+  expect(del.status).toBe(503);
+  await listOnce('/api/v1/storage/videos', token, (l) => l.length === 0);
+  // The client repeats the delete it got no answer to: the video is gone, and now so are its files.
+  const again = await t.request('DELETE', `/api/v1/storage/video/${up.body.id}`, { token });
+  expect(again.status).toBe(404);
+  expect(again.body.error).toBe('video_not_found');
+  expect((await served(up.body.url, file)).status).toBe(404);
+  expect((await served(up.body.thumb, preview)).status).toBe(404);
+});
+
+it('a picture removal answered 503 whose event was stored: its repeat answers 404 and the files stop being served', async () => {
+  const token = t.token(randomUUID(), ['coach']);
+  const image = randomBytes(700);
+  const up = await send('POST', '/api/v1/storage/profile/media', token, [
+    { name: 'file', bytes: image, type: 'image/png', filename: 'me.png' },
+    { name: 'kind', value: 'image' },
+  ]);
+  expect(up.status).toBe(200);
+  const mediaId = up.headers.get('x-media-id');
+  const [item] = await listOnce<{ url: string }>(
+    '/api/v1/storage/profile/media',
+    token,
+    (l) => l.length === 1,
+  );
+  loseAnswers = 1;
+  const del = await t.request('DELETE', `/api/v1/storage/profile/media/${mediaId}`, { token });
+  expect(del.status).toBe(503);
+  await listOnce('/api/v1/storage/profile/media', token, (l) => l.length === 0);
+  const again = await t.request('DELETE', `/api/v1/storage/profile/media/${mediaId}`, { token });
+  expect(again.status).toBe(404);
+  expect(again.body.error).toBe('media_not_found');
+  expect((await served(item!.url, image)).status).toBe(404);
 });

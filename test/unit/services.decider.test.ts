@@ -70,6 +70,20 @@ describe('service decider', () => {
     expect(eventsOf(when([created], update({ groupSession: true, maxGroupSize: 3 })))).toHaveLength(1);
   });
 
+  it("refuses a price finer than its currency's minor unit; other edits of such a stored price pass", () => {
+    const create = (over: Partial<ServiceFields>) =>
+      when([], { type: 'CreateService', serviceId, coachId, fields: { ...fields, ...over }, now });
+    expect(errorOf(create({ price: 19.999 }))).toBe('validation');
+    expect(errorOf(create({ price: 0.5, priceCurrency: 'JPY' }))).toBe('validation');
+    expect(eventsOf(create({ price: 19.99 }))).toHaveLength(1);
+    expect(eventsOf(create({ price: 0.1 + 0.2 }))).toHaveLength(1); // 0.30000000000000004 is 0.30
+    expect(eventsOf(create({ price: 1.234, priceCurrency: 'BHD' }))).toHaveLength(1);
+    expect(errorOf(when([created], update({ price: 40.001 })))).toBe('validation');
+    expect(errorOf(when([created], update({ priceCurrency: 'JPY', price: 40.5 })))).toBe('validation');
+    const stored: ServiceEvent = { ...created, data: { ...created.data, price: 40.005 } } as ServiceEvent;
+    expect(eventsOf(when([stored], update({ name: 'Tennis II' })))).toHaveLength(1);
+  });
+
   it('records only the fields that changed', () => {
     expect(eventsOf(when([created], update({ price: 50, name: 'Tennis' })))).toEqual([
       { type: 'ServiceUpdated', data: { serviceId, coachId, changes: { price: 50 }, updatedAt: now } },
