@@ -7,13 +7,38 @@ import { WebhookTargetError, postWebhook } from './target';
 
 /** Attempts per delivery before it is given up (`failed`). */
 export const MAX_WEBHOOK_ATTEMPTS = 10;
-/** Wait before attempt n + 1: 30 s, 1, 2, 4 … minutes, at most an hour (ten attempts span about 2.5 h). */
+/** Wait before attempt n + 1: 30 s, 1, 2, 4 … minutes, at most an hour (ten attempts span about 3 h). */
 export const webhookRetryDelayMs = (attempts: number) => Math.min(30_000 * 2 ** (attempts - 1), 3_600_000);
 /** A claim left `sending` this long belongs to a process that died mid-send; it may be taken over. */
 const STALE_CLAIM_MS = 120_000;
 const TIMEOUT_MS = 10_000;
 /** Attempts under way at once (at most one per channel). */
 const MAX_IN_FLIGHT = 20;
+
+/**
+ * Claims up to `limit` due deliveries ($1 now, $2 the time before which a claim is stale, $3 the channels
+ * with an attempt under way here), the oldest of each channel, each row with `due`: how many were due in
+ * all (busy channels' included), so the caller knows whether it left some behind. It runs every second and
+ * after attempts, so it reads the open deliveries by their indexes (migrations 43 and 49), never every
+ * delivery ever made.
+ */
+export const claimDueSql = (limit: number) =>
+  `WITH due AS (
+     SELECT id, channel_id, next_attempt_at, created_at FROM webhook_deliveries
+     WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
+        OR (status = 'sending' AND claimed_at < $2)),
+   picked AS (
+     SELECT id FROM (
+       SELECT DISTINCT ON (channel_id) id, next_attempt_at, created_at FROM due
+       WHERE NOT (channel_id = ANY($3::uuid[]))
+       ORDER BY channel_id, next_attempt_at NULLS FIRST, created_at, id) AS first_of_channel
+     ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${limit})
+   UPDATE webhook_deliveries SET status = 'sending', claimed_at = $1
+   WHERE id IN (SELECT id FROM picked)
+     AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
+        OR (status = 'sending' AND claimed_at < $2))
+   RETURNING id, channel_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed,
+     (SELECT count(*) FROM due)::int AS due`;
 
 export interface WebhookDispatcher {
   /** Sends the deliveries due at `now` (default the clock's); resolves to how many were delivered. */
@@ -32,6 +57,8 @@ interface Due {
   attempts: number;
   /** The user removed the channel while this delivery was claimed. */
   removed: boolean;
+  /** Deliveries due in all when it was claimed. */
+  due: number;
 }
 
 /**
@@ -49,6 +76,8 @@ export function createWebhookDispatcher(
   let timer: NodeJS.Timeout | null = null;
   let claiming: Promise<Promise<boolean>[]> | null = null;
   let again = false;
+  /** The last claim may have left due deliveries behind (no free place, or their channel was busy). */
+  let leftBehind = false;
   let stopped = false;
   let unwatch: (() => void) | undefined;
 
@@ -140,23 +169,17 @@ export function createWebhookDispatcher(
     // With several instances, webhooks go out from the holder of their lease only.
     if (deps.leases && !deps.leases.holds(LEASES.webhooks)) return [];
     const free = MAX_IN_FLIGHT - inFlight.size;
-    if (free <= 0) return [];
+    if (free <= 0) {
+      leftBehind = true;
+      return [];
+    }
     const busyChannels = [...new Set([...inFlight.values()].map((a) => a.channelId))];
-    const due = await deps.db.query<Due>(
-      `UPDATE webhook_deliveries SET status = 'sending', claimed_at = $1
-       WHERE id IN (
-         SELECT id FROM (
-           SELECT DISTINCT ON (channel_id) id, next_attempt_at, created_at FROM webhook_deliveries
-           WHERE ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-              OR (status = 'sending' AND claimed_at < $2))
-             AND NOT (channel_id = ANY($3::uuid[]))
-           ORDER BY channel_id, next_attempt_at NULLS FIRST, created_at, id) AS first_of_channel
-         ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${free})
-         AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-            OR (status = 'sending' AND claimed_at < $2))
-       RETURNING id, channel_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed`,
-      [now.toISOString(), new Date(now.getTime() - STALE_CLAIM_MS).toISOString(), busyChannels],
-    );
+    const due = await deps.db.query<Due>(claimDueSql(free), [
+      now.toISOString(),
+      new Date(now.getTime() - STALE_CLAIM_MS).toISOString(),
+      busyChannels,
+    ]);
+    leftBehind = due.rows.length ? due.rows[0]!.due > due.rows.length : busyChannels.length > 0;
     return due.rows.map((row) => {
       const done = attempt(row, now, signingKey)
         .catch((err: unknown) => {
@@ -168,8 +191,8 @@ export function createWebhookDispatcher(
         })
         .finally(() => {
           inFlight.delete(row.id);
-          // A place is free: what waits goes out now, not at the next tick.
-          if (!stopped) setImmediate(background);
+          // A place (or the channel) is free: what waits goes out now, not at the next tick.
+          if (leftBehind && !stopped) setImmediate(background);
         });
       inFlight.set(row.id, { channelId: row.channel_id, done });
       return done;

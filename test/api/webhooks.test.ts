@@ -4,9 +4,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createProjectionRunner } from '../../projections/runner';
 import { webhookProcess } from '../../projections/webhookProcess';
 import { migrations } from '../../src/db/migrations';
-import { splitStatements } from '../../src/db/migrate';
+import { migrate, splitStatements } from '../../src/db/migrate';
+import { claimDueSql } from '../../src/webhooks/dispatcher';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
 import { eventually, marketplace } from '../support/marketplace';
+import { testDatabase } from '../support/services';
 import { startTestSystem, type TestSystem } from '../support/system';
 import { startWebhookReceiver } from '../support/webhookReceiver';
 
@@ -701,6 +703,35 @@ describe('listing and removing channels', () => {
     } finally {
       slow.closeAllConnections();
       await new Promise((r) => slow.close(r));
+    }
+  });
+});
+
+describe('the dispatcher', () => {
+  it('finds due deliveries by index, not by reading every delivery ever made (it looks every second)', async () => {
+    const fresh = await testDatabase();
+    try {
+      await migrate(fresh.db);
+      // Thousands of delivered webhooks, and nothing due.
+      await fresh.db.query(
+        `INSERT INTO webhook_deliveries (id, notification_id, channel_id, user_id, url, payload, status,
+           created_at, delivered_at)
+         SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'https://example.com/',
+                '{}', 'delivered', now() - i * interval '1 minute', now()
+           FROM generate_series(1, 5000) AS i`,
+      );
+      await fresh.db.query('ANALYZE webhook_deliveries');
+      const stale = new Date(Date.now() - 120_000).toISOString();
+      const plan = await fresh.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${claimDueSql(20)}`, [
+        new Date().toISOString(),
+        stale,
+        [randomUUID()],
+      ]);
+      const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(text).toContain('webhook_deliveries_claimed');
+      expect(text).not.toMatch(/Seq Scan on webhook_deliveries/);
+    } finally {
+      await fresh.drop();
     }
   });
 });

@@ -129,4 +129,11 @@ CREATE INDEX notification_channels_user ON notification_channels (user_id, seq);
 ALTER TABLE webhook_deliveries ADD COLUMN channel_removed_at timestamptz;
 `,
   },
+  {
+    version: 49,
+    name: 'webhook deliveries: index of claims (the dispatcher read every delivery every second)',
+    sql: `
+CREATE INDEX webhook_deliveries_claimed ON webhook_deliveries (claimed_at) WHERE status = 'sending';
+`,
+  },
 ];
