@@ -23,7 +23,11 @@ const notFound: DomainError = { code: 'service_not_found', message: 'no such ser
 /** A one-to-one service has exactly one seat. */
 function groupRule(f: Pick<ServiceFields, 'groupSession' | 'maxGroupSize'>): DomainError | null {
   return !f.groupSession && f.maxGroupSize !== 1
-    ? { code: 'validation', message: 'maxGroupSize must be 1 when groupSession is false' }
+    ? {
+        code: 'validation',
+        message: 'maxGroupSize must be 1 when groupSession is false',
+        locs: [['body', 'maxGroupSize']],
+      }
     : null;
 }
 
@@ -52,6 +56,7 @@ function priceRule(f: Pick<ServiceFields, 'price' | 'priceCurrency'>): DomainErr
     : {
         code: 'validation',
         message: `price ${f.price} has more decimals than ${f.priceCurrency} has (${decimals})`,
+        locs: [['body', 'price']],
       };
 }
 

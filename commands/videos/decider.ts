@@ -131,7 +131,7 @@ export const videoLibrary: Decider<VideoCommand, VideoEvent, VideoLibrary> = {
       case 'ReorderVideos': {
         const ids = state.videos.map((v) => v.videoId);
         const problem = permutationProblem(ids, command.order);
-        if (problem) return left({ code: 'validation', message: problem });
+        if (problem) return left({ code: 'validation', message: problem, locs: [['body', 'order']] });
         if (ids.every((id, i) => command.order[i] === id)) return right([]);
         return right([
           {

@@ -109,6 +109,12 @@ describe('availability and booking (6, 8, 11)', () => {
       slots: ['2026-12-07T10:00:00', '2026-12-07T11:00:00', '2026-12-07T12:00:00', '2026-12-07T13:00:00'],
     });
     expect(tooMany.status).toBe(422);
+    // The same shape as every other validation failure, at the field that broke the rule.
+    expect(tooMany.body).toEqual({
+      detail: [
+        { loc: ['body', 'slots'], msg: 'this service books at most 3 slot(s) at once', type: 'value_error' },
+      ],
+    });
   });
 
   it('keeps a coach from being double booked across two services with overlapping slots', async () => {

@@ -123,7 +123,13 @@ describe('PUT /api/v1/users/{user_id}', () => {
   it('refuses a new profile without its basics', async () => {
     const res = await putUser(randomUUID(), { firstName: 'Only' });
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ error: 'validation', code: 422 });
+    expect(res.body).toEqual({
+      detail: ['lastName', 'email', 'type'].map((field) => ({
+        loc: ['body', field],
+        msg: 'a new profile needs lastName, email, type',
+        type: 'missing',
+      })),
+    });
   });
 
   it('rejects a malformed user id', async () => {
@@ -331,7 +337,9 @@ describe('services: create, edit, approve, reject, read', () => {
       body: serviceBody({ maxGroupSize: 4 }),
     });
     expect(oneToOne.status).toBe(422);
-    expect(oneToOne.body.error).toBe('validation');
+    expect(oneToOne.body.detail).toEqual([
+      { loc: ['body', 'maxGroupSize'], msg: expect.any(String), type: 'value_error' },
+    ]);
     const group = await t.request('POST', '/api/v1/coach/services', {
       token: coach.token,
       body: serviceBody({ groupSession: true }),
@@ -353,9 +361,7 @@ describe('services: create, edit, approve, reject, read', () => {
       const res = await create(over);
       expect(res.status).toBe(422);
       expect(res.body).toEqual({
-        error: 'validation',
-        message: expect.stringMatching(/decimals/),
-        code: 422,
+        detail: [{ loc: ['body', 'price'], msg: expect.stringMatching(/decimals/), type: 'value_error' }],
       });
     }
     for (const over of [
@@ -369,7 +375,9 @@ describe('services: create, edit, approve, reject, read', () => {
       t.request('PUT', `/api/v1/coach/services/${id}`, { token: coach.token, body });
     expect((await edit({ price: 19.995 })).status).toBe(422);
     // A currency without decimals makes the stored price unpayable: refused too.
-    expect((await edit({ priceCurrency: 'JPY' })).body).toMatchObject({ error: 'validation', code: 422 });
+    expect((await edit({ priceCurrency: 'JPY' })).body).toEqual({
+      detail: [{ loc: ['body', 'price'], msg: expect.stringMatching(/decimals/), type: 'value_error' }],
+    });
     expect((await edit({ price: 2500, priceCurrency: 'JPY' })).body).toMatchObject({ price: 2500 });
     expect((await t.request('GET', `/api/v1/service/${id}`)).body).toMatchObject({
       price: 2500,

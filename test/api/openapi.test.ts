@@ -133,6 +133,12 @@ describe('GET /openapi.json', () => {
       minimum: 1,
       maximum: 200,
     });
+    // Stored files are served by byte ranges too (video players ask so): 206 and 416 are listed.
+    const file = document.paths['/api/v1/storage/files/{key}'].get;
+    expect(file.responses['206'].headers['Content-Range']).toBeDefined();
+    expect(file.responses['416'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ErrorResponse',
+    });
     const upload = document.paths['/api/v1/storage/video'].post.requestBody.content['multipart/form-data'];
     expect(upload.schema.required).toEqual(['file']);
 

@@ -45,6 +45,8 @@ describe('user profile decider', () => {
     expect(isLeft(out) && out.left).toEqual({
       code: 'validation',
       message: 'a new profile needs lastName, email, type',
+      locs: [['body', 'lastName'], ['body', 'email'], ['body', 'type']],
+      type: 'missing',
     });
   });
 

@@ -95,6 +95,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: 'Body or file too large',
   431: 'Request headers too large',
   415: 'Body of another media type than the route takes',
+  416: 'The byte range asked for starts at or past the end of the file (`range_not_satisfiable`; `Content-Range: bytes */<size>`)',
   422: 'Invalid input: `{detail: [{loc, msg, type}]}`, or a refused value as ErrorResponse',
   500: 'Unexpected error (never with a stack trace)',
   503: 'Degraded: a dependency or a projection is down, or the event store is not answering (`service_unavailable`: retry shortly)',
@@ -270,6 +271,15 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
   else ok['application/json'] = { schema: schema(doc.answer) };
   if (doc.alsoHtml) ok['text/html'] = { schema: { type: 'string', description: 'the admin web page' } };
   const responses: Record<string, unknown> = { '200': { description: 'OK', content: ok } };
+  if (doc.ranges)
+    responses['206'] = {
+      description:
+        'One byte range of the file, asked for with `Range: bytes=a-b`, `bytes=a-` or `bytes=-n` (several ranges, or a header not read, get the whole file: 200)',
+      headers: {
+        'Content-Range': { schema: { type: 'string' }, description: '`bytes <first>-<last>/<size>`' },
+      },
+      content: ok,
+    };
   const error = { $ref: '#/components/schemas/ErrorResponse' };
   for (const status of errorStatuses(route, doc)) {
     if (status === 503 && route.path === '/healthz') {

@@ -46,6 +46,8 @@ export interface RouteDoc {
   alsoHtml?: boolean;
   /** Statuses beyond the ones every route of its kind has (see document.ts). */
   extraStatuses?: number[];
+  /** A `binary` answer served by byte ranges too: 206 with `Content-Range`, 416 past the end. */
+  ranges?: boolean;
   description?: string;
 }
 
@@ -97,6 +99,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'Videos',
     summary: 'A stored file (video, preview, profile media) by the key in its URL',
     answer: 'binary',
+    ranges: true,
+    extraStatuses: [416],
   },
   // Services and sessions
   'GET /api/v1/service/:service_id/availability': {
