@@ -162,6 +162,31 @@ function mailFrom(env: NodeJS.ProcessEnv): string {
   return from;
 }
 
+/**
+ * SMTP_URL: `smtp://` or `smtps://` with a host (credentials, port and nodemailer's options as query are
+ * optional), checked at start: nodemailer reads anything else (`smtp//mail.example.com`, a bare host name)
+ * as localhost:587, so every e-mail went there and failed (or went out through whatever listens there).
+ */
+function smtpUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.SMTP_URL;
+  if (!raw) return undefined;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // not a URL: said below, without the value (it may hold a password)
+  }
+  if (!url || !['smtp:', 'smtps:'].includes(url.protocol) || !url.hostname)
+    throw new ConfigError(
+      `SMTP_URL must be an smtp:// or smtps:// URL with a host, e.g. smtp://user:password@mail.example.com:587${
+        url
+          ? `; got scheme "${url.protocol}" and host "${url.hostname}"`
+          : '; got something that is not a URL'
+      }`,
+    );
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
@@ -179,7 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           bucket: env.S3_BUCKET ?? 'coaching',
         }
       : undefined,
-    smtpUrl: env.SMTP_URL || undefined,
+    smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),
     jwt: {
       secret: env.JWT_SECRET || (env.JWT_PUBLIC_KEY ? undefined : DEV_JWT_SECRET),

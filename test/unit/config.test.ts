@@ -24,3 +24,30 @@ describe('numeric settings', () => {
     expect(config).toMatchObject({ port: 8080, consistencyWaitMs: 0, maxUploadBytes: 1048576 });
   });
 });
+
+describe('SMTP_URL', () => {
+  it('is checked at start: an smtp:// or smtps:// URL with a host, or the service does not start', () => {
+    for (const good of [
+      'smtp://127.0.0.1:2525',
+      'smtps://user:p%40ss@mail.example.com:465?tls.rejectUnauthorized=false',
+      'smtp://[::1]:25',
+    ])
+      expect(loadConfig({ SMTP_URL: good }).smtpUrl).toBe(good);
+    expect(loadConfig({ SMTP_URL: '' }).smtpUrl).toBeUndefined(); // the outbox
+    // Each of these sent every e-mail to localhost:587 (nodemailer's default), and the service started.
+    for (const bad of [
+      'smtp//mail.example.com:25',
+      'mail.example.com',
+      'localhost:25',
+      'http://mail.example.com',
+      'smtp://',
+    ])
+      expect(() => loadConfig({ SMTP_URL: bad })).toThrow(ConfigError);
+  });
+
+  it('does not show the value it refuses (it may hold the password)', () => {
+    expect(() => loadConfig({ SMTP_URL: 'smtp//user:hunter2@mail.example.com' })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('hunter2') }),
+    );
+  });
+});
