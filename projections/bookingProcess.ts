@@ -34,7 +34,8 @@ const bookingCancelingMove = ({ events }: { events: RecordedEvent[] }) =>
  * cancellations decide nothing when already done), so a replay or a crash between steps heals:
  * - a hold (SlotsReserved) gets its sessions and payment, even if the booking request died after holding;
  * - a declined or canceled session gives its slot back, and when it was the booking's last one, the
- *   payment follows: canceled if unpaid, refunded if received, left to the provider while in checkout;
+ *   payment follows: canceled if unpaid, refunded if received, left to the provider while in checkout
+ *   (its outcome then settles it: received is refunded, failed canceled);
  * - a canceled payment, or one that failed and expired, cancels its open sessions (which then give back),
  *   also a package's later sessions held after it was canceled (EventStoreDB cannot refuse those).
  */
@@ -129,11 +130,12 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
         }
         case 'PaymentStatusChanged': {
           const { from, to, groupId, paymentId } = event.data;
-          // Paid after the booking was already gone (the provider settled a checkout we had left to it):
-          // the money goes back.
-          if (to === 'received') {
-            const paid = await bookingOf(groupId);
-            if (paid.groupId && !anySessionLeft(paid)) await settleCanceled(paymentId);
+          // The provider's outcome of a checkout we had left to it, after the booking was already gone:
+          // money paid goes back (refund); a failure is canceled at once, not left open until its deadline
+          // (the client could pay again for nothing, and 17 would take it for the user's open payment).
+          if (to === 'received' || to === 'failed') {
+            const settled = await bookingOf(groupId);
+            if (settled.groupId && !anySessionLeft(settled)) await settleCanceled(paymentId);
             return;
           }
           // Canceled, or deleted while unpaid: the booking's open sessions go and give their slots back.

@@ -321,6 +321,49 @@ describe('bookings follow their payment, and heal after a crash', () => {
     expect(p.history.at(-1)).toMatchObject({ from: 'received', to: 'refund', reason: 'booking_canceled' });
   });
 
+  it('a payment that fails after its booking was canceled is canceled at once, not left open to 17 until its deadline', async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const older = await booked(); // a second coach's service, booked by b's client below
+    const b = await booked();
+    const client = b.client;
+    // The same client's older booking, still to be paid.
+    clock.set('2026-12-01T08:00:30Z');
+    const first = await t.request('POST', `/api/v1/service/${older.serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T10:00:00'] },
+    });
+    expect(first.status).toBe(200);
+    clock.set('2026-12-01T08:01:00Z');
+    const latest = await t.request('POST', `/api/v1/service/${b.serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T11:00:00'] },
+    });
+    expect(latest.status).toBe(200);
+    const gone = latest.body[0] as { id: string; paymentId: string };
+    const update = (status: string) =>
+      t.request('POST', `/api/v1/payment/private/payment/${gone.paymentId}/update`, {
+        token: service,
+        body: { status },
+      });
+    expect((await update('checkout')).status).toBe(200);
+    expect((await act(b.coach.token, gone.id, 'decline')).body.state).toBe('declined');
+    // In checkout the payment is the provider's; its outcome is a failure.
+    expect((await update('failed')).status).toBe(200);
+    const p = await eventually(
+      async () => (await t.request('GET', `/api/v1/payment/${gone.paymentId}`, { token: client.token })).body,
+      (x) => x.status === 'canceled' && x.history.at(-1)?.to === 'canceled',
+      5000,
+    );
+    expect(p.history.at(-1)).toMatchObject({ from: 'failed', to: 'canceled', reason: 'booking_canceled' });
+    // The client's open payment for the provider (17) is the booking that still stands, not the dead one.
+    const next = await t.request('POST', `/api/v1/payment/private/user/${client.id}/update`, {
+      token: service,
+      body: { status: 'checkout' },
+    });
+    expect(next.status).toBe(200);
+    expect(next.body).toMatchObject({ status: 'checkout', serviceId: older.serviceId });
+  });
+
   it('an unpaid payment deleted by the provider cancels its sessions and frees their slots', async () => {
     const service = t.token(randomUUID(), ['service']);
     const b = await booked();
