@@ -10,6 +10,12 @@ export interface DomainEvent<T extends string = string, D = unknown> {
 export interface DomainError {
   code: string;
   message: string;
+  /**
+   * For `validation`: where in the request each failing part is (FastAPI `loc`s, e.g. `["body", "slots"]`;
+   * `["body"]` when unset) and the `type` of the detail entries (`value_error` when unset).
+   */
+  locs?: (string | number)[][];
+  type?: string;
 }
 
 /** Pure write-side logic of one aggregate: no I/O, clock and ids come in through the command. */

@@ -11,7 +11,7 @@ import {
 } from '../../src/eventstore/types';
 import { currentPrincipal, requireRole, authenticated } from '../../src/http/auth';
 import { domainErrorToHttp, metadataOf, runCommand } from '../../src/http/command';
-import { HttpError, busy, notFound } from '../../src/http/errors';
+import { HttpError, ValidationError, busy, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, decode } from '../../src/http/validation';
 import { sessionRecordOf, sessionRecordsOfHold, toSessionOut } from '../../src/resources/session';
@@ -125,7 +125,7 @@ export function bookingCommands(deps: AppDeps): Router {
   ) => {
     /** Whether anything this attempt decides on was kept, not read (the calendar is handleCommand's). */
     let guessed = false;
-    const refuse = (err: HttpError) => {
+    const refuse = (err: HttpError | ValidationError) => {
       throw guessed ? new DecideAgain() : err;
     };
     const kept = <S>(streamName: string, folder: Folder<never, S>) => {

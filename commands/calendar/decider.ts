@@ -124,6 +124,7 @@ function refuseService(command: Extract<CalendarCommand, { type: 'ReserveSlots' 
     return {
       code: 'validation',
       message: `this service books at most ${s.numberOfSessions} slot(s) at once`,
+      locs: [['body', 'slots']],
     };
   return null;
 }
@@ -142,7 +143,11 @@ function refusePackage(
   if (!pkg || pkg.clientId !== command.clientId)
     return { code: 'package_not_found', message: 'packageId is not one of your bookings' };
   if (pkg.serviceId !== command.service.id)
-    return { code: 'validation', message: 'packageId is a booking of another service' };
+    return {
+      code: 'validation',
+      message: 'packageId is a booking of another service',
+      locs: [['body', 'packageId']],
+    };
   if (!ref.paymentOpen)
     return { code: 'package_canceled', message: "the package's payment was canceled or refunded" };
   const expires = packageExpiresAt(pkg, pkg.timezone);

@@ -93,7 +93,12 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
         if (!state.profile) {
           const missing = REQUIRED_ON_CREATE.filter((k) => given[k] === undefined);
           if (missing.length)
-            return left({ code: 'validation', message: `a new profile needs ${missing.join(', ')}` });
+            return left({
+              code: 'validation',
+              message: `a new profile needs ${missing.join(', ')}`,
+              locs: missing.map((k) => ['body', k]),
+              type: 'missing',
+            });
         }
         const before = state.profile;
         // Media uploaded before the profile existed becomes part of it on creation.

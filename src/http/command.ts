@@ -4,13 +4,19 @@ import type { Decider, DomainError, DomainEvent } from '../decider';
 import type { AppDeps } from '../deps';
 import type { EventMetadata } from '../eventstore/types';
 import type { Principal } from './auth';
-import { HttpError, busy } from './errors';
+import { HttpError, ValidationError, busy } from './errors';
 
-/** Status of a domain error: `*_not_found` is 404, `forbidden` 403, every other refusal a 409. */
-export function domainErrorToHttp(e: DomainError): HttpError {
+/**
+ * Status of a domain error: `*_not_found` is 404, `forbidden` 403, `validation` 422 in the same
+ * `{detail: [{loc, msg, type}]}` shape as a body the codecs refuse, every other refusal a 409.
+ */
+export function domainErrorToHttp(e: DomainError): HttpError | ValidationError {
   if (e.code.endsWith('_not_found')) return new HttpError(404, e.code, e.message);
   if (e.code === 'forbidden') return new HttpError(403, e.code, e.message);
-  if (e.code === 'validation') return new HttpError(422, e.code, e.message);
+  if (e.code === 'validation')
+    return new ValidationError(
+      (e.locs ?? [['body']]).map((loc) => ({ loc, msg: e.message, type: e.type ?? 'value_error' })),
+    );
   return new HttpError(409, e.code, e.message);
 }
 

@@ -4,7 +4,7 @@ import type { Middleware } from 'koa';
 import type { Config } from '../config';
 import type { Database } from '../db/database';
 import type { Principal } from './auth';
-import { HttpError } from './errors';
+import { HttpError, ValidationError } from './errors';
 import { renderError } from './render';
 import { receivedRequestHash, requestHash } from './requestIdentity';
 
@@ -74,7 +74,13 @@ export function idempotent(
     const key = ctx.get('idempotency-key');
     if (!key) return next();
     if (key.length > 200)
-      throw new HttpError(422, 'validation', 'Idempotency-Key is longer than 200 characters');
+      throw new ValidationError([
+        {
+          loc: ['header', 'idempotency-key'],
+          msg: 'Idempotency-Key is longer than 200 characters',
+          type: 'too_long',
+        },
+      ]);
     const scope = (ctx.state.principal as Principal | undefined)?.userId ?? 'anonymous';
     // A claim stores both hashes of the request: its value's (value_hash), which retries are compared by,
     // and its text's as received (request_hash, as before bodies were compared as values), which the tag

@@ -68,6 +68,24 @@ it('the same body with its keys in another order replays the first answer', asyn
   expect(list.body).toHaveLength(1);
 });
 
+it('refuses a key over 200 characters at the header, in the 422 detail shape, writing nothing', async () => {
+  const user = await m.client();
+  const res = await postAddress(user.token, 'k'.repeat(201), addressBody);
+  expect(res.status).toBe(422);
+  expect(res.body).toEqual({
+    detail: [
+      {
+        loc: ['header', 'idempotency-key'],
+        msg: 'Idempotency-Key is longer than 200 characters',
+        type: 'too_long',
+      },
+    ],
+  });
+  const listed = await t.request('GET', '/api/v1/nav/addreses', { token: user.token });
+  expect(listed.body).toEqual([]);
+  expect((await postAddress(user.token, 'k'.repeat(200), addressBody)).status).toBe(200);
+});
+
 it('arrays keep their order; nested objects are compared by value; numbers as parsed', () => {
   const h = (body: unknown) => requestHash('POST', '/x', body);
   expect(h({ a: [1, 2], b: { c: 1, d: [{ e: 1, f: 2 }] } })).toBe(

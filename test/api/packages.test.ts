@@ -195,7 +195,9 @@ describe('packages booked in several steps (8 with packageId)', () => {
     });
     expect(wrongService.status).toBe(422);
     expect(wrongService.body).toEqual({
-      detail: [{ loc: ['body', 'packageId'], msg: 'packageId is a booking of another service', type: 'value_error' }],
+      detail: [
+        { loc: ['body', 'packageId'], msg: 'packageId is a booking of another service', type: 'value_error' },
+      ],
     });
 
     const canceled = await t.request('POST', `/api/v1/payment/private/payment/${first.paymentId}/cancel`, {

@@ -45,7 +45,11 @@ describe('user profile decider', () => {
     expect(isLeft(out) && out.left).toEqual({
       code: 'validation',
       message: 'a new profile needs lastName, email, type',
-      locs: [['body', 'lastName'], ['body', 'email'], ['body', 'type']],
+      locs: [
+        ['body', 'lastName'],
+        ['body', 'email'],
+        ['body', 'type'],
+      ],
       type: 'missing',
     });
   });
