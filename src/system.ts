@@ -18,6 +18,8 @@ import { createProjectionRunner, type ProjectionRunner } from '../projections/ru
 import { allProjections } from '../projections';
 import { createPaymentExpirySweeper } from './paymentExpirySweeper';
 import { openBlobStore } from './storage';
+import { sweepStaleFiles } from './storage/filesystem';
+import { uploadTmpDir } from './http/multipart';
 import { createMailer } from './mail/mailer';
 import { createMailRetry } from './mailRetry';
 import { createIdempotencyPruner } from './idempotencyPruner';
@@ -109,6 +111,9 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   // Leases first: a single instance owns its process managers from the start.
   await leases.start();
   await runner.start();
+  // Uploads a process that died mid-request left in DATA_DIR/uploads (multer removes them only while alive).
+  const staleUploads = await sweepStaleFiles(uploadTmpDir(config.dataDir));
+  if (staleUploads) log.info('removed uploads left by a stopped process', { files: staleUploads });
   const deps: AppDeps = {
     config,
     db,

@@ -26,6 +26,38 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** How old (since last written) a temporary file must be for a start to take it for a dead process's. */
+export const STALE_TEMPORARY_MS = 6 * 60 * 60 * 1000;
+
+/**
+ * Removes the files directly in `dir` not written to for `maxAgeMs` (none when `dir` is missing): what an
+ * upload or a blob put left when its process died mid-way (a crash, a kill, a restart cutting a long
+ * upload), which nothing else ever removes. Run at start; a file another process sharing the directory
+ * is still writing or reading is far younger. Answers how many were removed.
+ */
+export async function sweepStaleFiles(dir: string, maxAgeMs = STALE_TEMPORARY_MS, now = Date.now()) {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+  let removed = 0;
+  for (const name of names) {
+    const file = path.join(dir, name);
+    try {
+      const stat = await fsp.lstat(file);
+      if (!stat.isFile() || now - stat.mtimeMs < maxAgeMs) continue;
+      await fsp.rm(file, { force: true });
+      removed++;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return removed;
+}
+
 /** Writes `file` through a flushed temporary file and a rename, then flushes its directory. */
 async function writeDurably(file: string, content: string, tmpDir: string): Promise<void> {
   const tmp = path.join(tmpDir, `${randomUUID()}.meta`);
@@ -50,6 +82,8 @@ export async function createFilesystemBlobStore(dir: string): Promise<BlobStore>
   const metaDir = path.join(dir, 'meta');
   const tmpDir = path.join(dir, 'tmp');
   await Promise.all([dataDir, metaDir, tmpDir].map((d) => fsp.mkdir(d, { recursive: true })));
+  // Half-written blobs of a process that died during a put.
+  await sweepStaleFiles(tmpDir);
   const dataOf = (key: string) => path.join(dataDir, key);
   const metaOf = (key: string) => path.join(metaDir, `${key}.json`);
 

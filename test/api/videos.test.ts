@@ -719,3 +719,29 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(profile.body.videos.map((v: { id: string }) => v.id)).toEqual([v2, v1]);
   });
 });
+
+describe('temporary files of a process that died mid-upload', () => {
+  it('a start removes the uploads and half-written blobs left long ago, not fresh ones', async () => {
+    const dataDir = await tempDataDir();
+    try {
+      const uploads = path.join(dataDir.dir, 'uploads');
+      const blobTmp = path.join(dataDir.dir, 'blobs', 'tmp');
+      const old = new Date(Date.now() - 7 * 60 * 60 * 1000);
+      for (const dir of [uploads, blobTmp]) {
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, 'left-by-a-crash'), randomBytes(1000));
+        fs.utimesSync(path.join(dir, 'left-by-a-crash'), old, old);
+        fs.writeFileSync(path.join(dir, 'being-written'), randomBytes(10));
+      }
+      const t = await startTestSystem({ env: { DATA_DIR: dataDir.dir } });
+      try {
+        expect(fs.readdirSync(uploads)).toEqual(['being-written']);
+        expect(fs.readdirSync(blobTmp)).toEqual(['being-written']);
+      } finally {
+        await t.close();
+      }
+    } finally {
+      await dataDir.close();
+    }
+  });
+});
