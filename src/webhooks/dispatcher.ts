@@ -86,8 +86,8 @@ export function createWebhookDispatcher(
       // A claim left by a sender that died after its channel was removed: not sent again, closed.
       await deps.db.query(
         `UPDATE webhook_deliveries SET status = 'failed', claimed_at = NULL, next_attempt_at = NULL,
-           last_error = 'channel removed' WHERE id = $1`,
-        [row.id],
+           last_error = 'channel removed' WHERE id = $1 AND status = 'sending' AND claimed_at = $2`,
+        [row.id, now.toISOString()],
       );
       return false;
     }
@@ -126,11 +126,15 @@ export function createWebhookDispatcher(
       );
       await tx.query(
         // A channel removed during the attempt: a failure is the last one (no retry to a removed channel).
+        // Only while the claim is still this attempt's: a sender that stalled past STALE_CLAIM_MS, whose
+        // claim was taken over meanwhile, must not undo what the taker recorded (a late failure would put
+        // a delivered webhook back in the queue, and send it again); a late success is still news.
         `UPDATE webhook_deliveries SET attempts = $2, last_status_code = $3, last_error = $4, claimed_at = NULL,
            status = CASE WHEN $5 = 'pending' AND channel_removed_at IS NOT NULL THEN 'failed' ELSE $5 END,
            delivered_at = $6,
            next_attempt_at = CASE WHEN channel_removed_at IS NOT NULL THEN NULL ELSE $7::timestamptz END
-         WHERE id = $1`,
+         WHERE id = $1 AND ((status = 'sending' AND claimed_at = $8)
+            OR ($5 = 'delivered' AND status IN ('pending', 'sending')))`,
         [
           row.id,
           n,
@@ -139,6 +143,7 @@ export function createWebhookDispatcher(
           ok ? 'delivered' : giveUp ? 'failed' : 'pending',
           ok ? now.toISOString() : null,
           ok || giveUp ? null : new Date(now.getTime() + webhookRetryDelayMs(n)).toISOString(),
+          now.toISOString(),
         ],
       );
     });

@@ -440,6 +440,64 @@ describe('webhook channels (27)', () => {
     expect(receiver.at(path)).toHaveLength(2);
   });
 
+  it('a sender that stalled past its claim does not undo what the sender that took it over recorded', async () => {
+    const client = await m.client();
+    let requests = 0;
+    let release: (status: number) => void = () => undefined;
+    let arrived: () => void = () => undefined;
+    const inFlight = new Promise<void>((r) => (arrived = r));
+    const slow = http.createServer((req, res) => {
+      req.resume();
+      requests++;
+      release = (status) => {
+        res.statusCode = status;
+        res.end();
+      };
+      arrived();
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      const hook = await t.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'webhook', address: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/hook` },
+      });
+      expect(hook.status).toBe(200);
+      await book(client);
+      await inFlight; // claimed and sent; no answer yet
+      // The sender stalls past two minutes; another takes the claim over and delivers the webhook.
+      const { db } = t.system.deps;
+      await db.query(
+        `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = $2, claimed_at = NULL, attempts = 2,
+           last_status_code = 200 WHERE channel_id = $1`,
+        [hook.body.id, now.toISOString()],
+      );
+      release(500); // the stalled sender's attempt ends, failed
+      await eventually(
+        async () =>
+          (
+            await db.query(
+              `SELECT 1 FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+                WHERE d.channel_id = $1`,
+              [hook.body.id],
+            )
+          ).rows,
+        (r) => r.length === 1,
+      );
+      const row = await db.query(
+        'SELECT status, attempts, next_attempt_at FROM webhook_deliveries WHERE channel_id = $1',
+        [hook.body.id],
+      );
+      expect(row.rows).toEqual([{ status: 'delivered', attempts: 2, next_attempt_at: null }]);
+      now = new Date(now.getTime() + 3_600_000);
+      await t.system.deliverWebhooks();
+      await silence();
+      expect(requests).toBe(1);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    }
+  });
+
   it('sends only notifications created after the channel, and only the owner’s', async () => {
     const client = await m.client();
     const { coach, session } = await book(client);
