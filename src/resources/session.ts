@@ -3,6 +3,7 @@ import type { Booking } from '../../commands/booking/decider';
 import type { BookingTerms, SlotsReserved } from '../../commands/calendar/events';
 import { dayMonthYear } from '../../commands/calendar/slots';
 import { initialStatus } from '../../commands/payments/transitions';
+import { currencyDecimals } from '../../commands/services/decider';
 
 /** What the Session reply is made of: a sessions row, or a fresh booking before its row exists. */
 export interface SessionRecord {
@@ -23,6 +24,17 @@ export interface SessionRecord {
 }
 
 /**
+ * A session's share of its booking's price (a package's price over its sessions), in the currency's minor
+ * unit: 10000 JPY over 3 is 3333 (yen have no decimals), 10 BHD is 3.333, 100 EUR is 33.33.
+ */
+export function sessionShare(terms: Pick<BookingTerms, 'price' | 'currency' | 'numberOfSessions'>): number {
+  const unit = 10 ** currencyDecimals(terms.currency);
+  // toPrecision drops the binary noise of the division (1.005 * 100 is 100.49999999999999) before rounding.
+  const minor = Number(((terms.price / Math.max(1, terms.numberOfSessions)) * unit).toPrecision(12));
+  return Math.round(minor) / unit;
+}
+
+/**
  * The interface document's `Session`, plus `slot` (local), `startsAt`/`endsAt` (UTC) and `reviewed`.
  * `dayAvailability` is the ISO weekday (1 = Monday) of the slot; `expirationDate` is the last day the
  * booking's package can be used (booking day + the service's expiresInDays); both dates are dd/mm/yyyy in
@@ -32,7 +44,7 @@ export const toSessionOut = (s: SessionRecord) => ({
   id: s.id,
   name: s.terms.serviceName,
   state: s.state,
-  price: Math.round((s.terms.price / Math.max(1, s.terms.numberOfSessions)) * 100) / 100,
+  price: sessionShare(s.terms),
   currency: s.terms.currency,
   dayAvailability: DateTime.fromISO(s.slot).weekday,
   minutesDuration: s.terms.minutesDuration,

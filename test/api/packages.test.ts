@@ -129,6 +129,19 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(sessions.filter((s) => s.groupId === first.groupId)).toHaveLength(4);
   });
 
+  it("shows each session's share of the package price in its currency's minor unit", async () => {
+    // 10000 JPY over 3 sessions is 3333 yen each (yen have no decimals), 10 BHD is 3.333 dinars (3 decimals).
+    for (const [price, priceCurrency, share] of [
+      [10000, 'JPY', 3333],
+      [10, 'BHD', 3.333],
+      [100, 'EUR', 33.33],
+    ] as const) {
+      const { client, first } = await packageOf({ price, priceCurrency });
+      const session = await t.request('GET', `/api/v1/session/${first.id}`, { token: client.token });
+      expect(session.body).toMatchObject({ price: share, currency: priceCurrency });
+    }
+  });
+
   it('answers a later session of the package with its own place and notes, as GET shows it', async () => {
     const { coach, client, serviceId } = await packageOf();
     const first = await book(client.token, serviceId, {
