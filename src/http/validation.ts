@@ -19,6 +19,17 @@ function issueOf(where: Location, err: t.ValidationError): ValidationIssue {
   if (err.value === undefined) return { loc, msg: 'Field required', type: 'missing' };
   if (err.message === 'extra_forbidden')
     return { loc, msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
+  // A choice names its values, as FastAPI's enum error does: "Input should be 'card', 'cash' or 'bank_transfer'".
+  const keys = leaf?.type instanceof t.KeyofType ? Object.keys(leaf.type.keys as object) : undefined;
+  if (keys?.length && !err.message) {
+    const quoted = keys.map((k) => `'${k}'`);
+    const last = quoted.pop()!;
+    return {
+      loc,
+      msg: `Input should be ${quoted.length ? `${quoted.join(', ')} or ${last}` : last}`,
+      type: 'enum',
+    };
+  }
   const expected = leaf?.type.name ?? 'value';
   return {
     loc,

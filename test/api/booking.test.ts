@@ -91,6 +91,12 @@ describe('availability and booking (6, 8, 11)', () => {
       ['body', 'slots', 0],
       ['body', 'method'],
     ]);
+    // A choice names the values it takes.
+    expect(bad.body.detail[1]).toEqual({
+      loc: ['body', 'method'],
+      msg: "Input should be 'card', 'cash' or 'bank_transfer'",
+      type: 'enum',
+    });
   });
 
   it('books a package of several slots in one group with one payment', async () => {
