@@ -43,23 +43,39 @@ const adminOut = (r: Row) => ({
   deliveredAt: iso(r.deliveredAt),
 });
 
-export const UnreadFilter = t.partial({ unread: t.keyof({ true: null, false: null }) });
+/**
+ * `unread` filters; `before` (one of the caller's notification ids) starts the page after that one in the
+ * list's order, so a client paging on is not shown again what new notifications pushed down.
+ */
+export const UnreadFilter = t.partial({ unread: t.keyof({ true: null, false: null }), before: Uuid });
 export const AdminFilter = t.partial({ user: Uuid, type: boundedString(100, 1) });
 
 export function notificationQueries(deps: AppDeps): Router {
   const router = new Router();
   const admin = requireRole('admin');
 
-  // 24. The caller's notifications, newest first; `unread=true` (or false) filters.
+  // 24. The caller's notifications, newest first; `unread=true` (or false) filters; `before` pages on by id.
   router.get('/api/v1/notifications', authenticated(), async (ctx) => {
     const { limit, offset } = paging(ctx.query);
-    const { unread } = decode(UnreadFilter, { unread: ctx.query.unread }, 'query');
+    const { unread, before } = decode(
+      UnreadFilter,
+      { unread: ctx.query.unread, before: ctx.query.before },
+      'query',
+    );
     const { userId } = currentPrincipal(ctx);
     const params: unknown[] = [userId, limit, offset];
     let where = 'user_id = $1';
-    if (unread !== undefined) {
-      params.push(unread === 'true');
-      where += ' AND unread = $4';
+    if (unread !== undefined) where += ` AND unread = $${params.push(unread === 'true')}`;
+    if (before !== undefined) {
+      const anchor = await deps.db.query('SELECT 1 FROM notifications WHERE id = $1 AND user_id = $2', [
+        before.toLowerCase(),
+        userId,
+      ]);
+      if (!anchor.rows.length)
+        throw notFound('notification_not_found', 'no such notification of yours (before)');
+      where += ` AND (created_at, seq) < (SELECT created_at, seq FROM notifications WHERE id = $${params.push(
+        before.toLowerCase(),
+      )})`;
     }
     const rows = await deps.db.query<Row>(`${SELECT} WHERE ${where} ${ORDER} LIMIT $2 OFFSET $3`, params);
     ctx.body = rows.rows.map(out);

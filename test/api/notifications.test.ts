@@ -132,6 +132,56 @@ describe('notifications (24 to 31)', () => {
     expect(adminView.body.deliveredAt).toBe(delivered.body[0].deliveredAt);
   });
 
+  it('24 pages on after a given notification (before), so new notifications do not repeat one on the next page', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const book = async (slot: string) =>
+      expect(
+        (
+          await t.request('POST', `/api/v1/service/${serviceId}`, {
+            token: client.token,
+            body: { slots: [slot] },
+          })
+        ).status,
+      ).toBe(200);
+    const mine = (n: number) =>
+      eventually(
+        async () => (await list(client.token)).body as { id: string }[],
+        (l) => l.length >= n,
+      );
+    for (const slot of ['2026-12-02T10:00:00', '2026-12-03T10:00:00', '2026-12-04T10:00:00'])
+      await book(slot);
+    const [n3, n2, n1] = await mine(3);
+    const first = (await list(client.token, '?limit=2')).body as { id: string }[];
+    expect(first.map((n) => n.id)).toEqual([n3!.id, n2!.id]);
+
+    await book('2026-12-07T10:00:00'); // a new notification arrives while the app shows the first page
+    const [n4] = await mine(4);
+    expect(n4!.id).not.toBe(n3!.id);
+    // By offset the next page starts with what the first page showed last; after its last one, it does not.
+    expect(((await list(client.token, '?limit=2&offset=2')).body as { id: string }[])[0]!.id).toBe(n2!.id);
+    const next = await list(client.token, `?limit=2&before=${n2!.id.toUpperCase()}`);
+    expect(next.status).toBe(200);
+    expect((next.body as { id: string }[]).map((n) => n.id)).toEqual([n1!.id]);
+    expect((await list(client.token, `?before=${n3!.id}&unread=true&limit=1`)).body).toEqual([
+      expect.objectContaining({ id: n2!.id }),
+    ]);
+
+    // Another user's notification is as unknown as one that does not exist; a malformed id is 422.
+    const stranger = await m.client();
+    for (const before of [n2!.id, randomUUID()]) {
+      const res = await list(stranger.token, `?before=${before}`);
+      expect({ status: res.status, error: res.body.error }).toEqual({
+        status: 404,
+        error: 'notification_not_found',
+      });
+    }
+    const bad = await list(client.token, '?before=nope');
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0].loc).toEqual(['query', 'before']);
+  });
+
   it('registers delivery channels (27) and checks the mail provider (28)', async () => {
     const user = await m.client();
     const body = { type: 'webhook', address: 'https://example.com/hook' };
