@@ -78,6 +78,31 @@ describe('payment decider', () => {
     expect(allowed).toHaveLength(20);
   });
 
+  // DESIGN section 7, copied as written (not derived from the code's table, which it checks).
+  const DESIGN_TABLE: Record<PaymentStatus, PaymentStatus[]> = {
+    awaiting: ['checkout', 'canceled', 'deleted'],
+    checkout: ['received', 'review', 'failed', 'canceled'],
+    review: ['received', 'failed', 'canceled'],
+    failed: ['checkout', 'canceled', 'deleted'],
+    received: ['delivered', 'refund'],
+    refund: ['canceled', 'received'],
+    delivered: ['refund', 'deleted'],
+    canceled: ['deleted'],
+    deleted: [],
+  };
+  it('decides every one of the 81 moves as DESIGN section 7 says: the move, or 409 invalid_transition', () => {
+    for (const from of PAYMENT_STATUSES)
+      for (const to of PAYMENT_STATUSES) {
+        const result = given(historyIn(from)).when(update(to));
+        const verdict = isRight(result) ? result.right.map((e) => e.data) : result.left.code;
+        expect([from, to, verdict]).toEqual([
+          from,
+          to,
+          DESIGN_TABLE[from].includes(to) ? [expect.objectContaining({ from, to })] : 'invalid_transition',
+        ]);
+      }
+  });
+
   const refused: [PaymentStatus, PaymentStatus][] = [
     ['awaiting', 'received'],
     ['awaiting', 'delivered'],
