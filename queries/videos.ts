@@ -60,8 +60,11 @@ export function videoQueries(deps: AppDeps): Router {
     }
     ctx.set('Cache-Control', 'public, max-age=3600');
     ctx.set('X-Content-Type-Options', 'nosniff');
-    // Uploaded content is never run as a page of ours (an SVG "image" may carry a script).
-    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+    // Uploaded content is never run as a page of ours (an SVG "image" may carry a script). Not a PDF (a
+    // certificate): browsers show it in their own viewer, which a sandbox stops (Safari shows an empty page,
+    // Chrome "blocked"); its type is exactly application/pdf and nosniff holds, so it is never read as a page.
+    if (blob.contentType !== 'application/pdf')
+      ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
     ctx.type = blob.contentType;
     if (blob.range) {
       ctx.status = 206;

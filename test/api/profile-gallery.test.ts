@@ -94,6 +94,14 @@ describe('profile images and certificates (14 with kind)', () => {
     expect((await bytesAt(mine.body[0].url)).bytes.equals(court.bytes)).toBe(true);
     expect((await bytesAt(mine.body[0].thumb)).bytes.equals(thumb.bytes)).toBe(true);
     expect((await bytesAt(mine.body[2].url)).bytes.equals(licence.bytes)).toBe(true);
+    // A certificate opens in the browser's PDF viewer, which a CSP sandbox would stop; a picture stays
+    // sandboxed (an SVG may carry a script).
+    const certificateFile = await fetch(t.baseUrl + mine.body[2].url);
+    expect(certificateFile.headers.get('content-type')).toBe('application/pdf');
+    expect(certificateFile.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(certificateFile.headers.get('content-security-policy')).toBeNull();
+    const pictureFile = await fetch(t.baseUrl + mine.body[0].url);
+    expect(pictureFile.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
 
     const strip = ({ kind: _k, createdAt: _c, ...fileBase }: Record<string, unknown>) => fileBase;
     const profile = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
