@@ -8,6 +8,7 @@ import type { RecordedEvent } from '../src/eventstore/types';
 import { requireRole } from '../src/http/auth';
 import { IsoInstant, decode } from '../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../src/resources/payment';
+import { eventOut } from './audit';
 import { redacted } from './auditRedaction';
 
 export const AuditQuery = t.partial({ at: IsoInstant });
@@ -40,13 +41,8 @@ export function paymentAuditQueries(deps: AppDeps): Router {
     ctx.body = {
       paymentId: id,
       at: at ? new Date(until).toISOString() : null,
-      events: events.map((e) => ({
-        type: e.type,
-        data: e.data,
-        metadata: e.metadata,
-        createdAt: e.createdAt.toISOString(),
-        revision: Number(e.revision),
-      })),
+      // As every audit shows an event (eventId for its correlation chain, its log position), plus `createdAt`.
+      events: events.map((e) => ({ ...eventOut(e), createdAt: e.createdAt.toISOString() })),
       stateAt:
         state.payment && last
           ? {

@@ -6,7 +6,7 @@ import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { IsoInstant, Uuid, decode, paging } from '../src/http/validation';
 import { toSessionOut, type SessionRecord } from '../src/resources/session';
-import { upToRecorded } from './audit';
+import { eventOut, upToRecorded } from './audit';
 import { redacted } from './auditRedaction';
 
 const SELECT = `SELECT id, group_id AS "groupId", coach_id AS "coachId", client_id AS "clientId", service_id AS "serviceId",
@@ -90,14 +90,9 @@ export function sessionQueries(deps: AppDeps): Router {
       stateAt,
       events: events
         .filter((e) => bookedHere(e) || (e.data as { sessionId?: string }).sessionId === id)
-        .map((e) => ({
-          id: e.id,
-          type: e.type,
-          revision: Number(e.revision),
-          createdAt: e.createdAt.toISOString(),
-          data: e.data,
-          metadata: e.metadata,
-        })),
+        // As every audit shows an event (eventId for its correlation chain, its log position), plus the
+        // `id` and `createdAt` this answer had before.
+        .map((e) => ({ id: e.id, ...eventOut(e), createdAt: e.createdAt.toISOString() })),
     };
   });
   return router;

@@ -358,12 +358,17 @@ export const CoachAvailabilityCodec = closed('CoachAvailability', {
   ),
 });
 
+/** An event as the payment and session audits show it: the stream audit's fields, and `createdAt` as before. */
 const AuditEvent = t.type({
+  eventId: s,
+  position: s,
+  stream: s,
+  revision: n,
   type: s,
   data: t.unknown,
   metadata: t.UnknownRecord,
+  recordedAt: s,
   createdAt: s,
-  revision: n,
 });
 
 /** Audit of a payment: its events and its state at `at`. */

@@ -249,6 +249,48 @@ describe('correlation chain: GET /api/v1/audit/events/{event_id}/chain', () => {
   });
 });
 
+describe('payment and session audits show each event as every audit does', () => {
+  it('with eventId, position, stream and recordedAt, so an auditor follows a payment move to its effects', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-04T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const { paymentId, id: sessionId, groupId } = booked.body[0];
+    const cancel = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/cancel`, {
+      token: m.service(),
+    });
+    expect(cancel.status).toBe(200);
+    await settled();
+
+    const stream = await audit(`/api/v1/audit/streams/payment-${paymentId}`);
+    const pay = await audit(`/api/v1/audit/payments/${paymentId}/events`);
+    expect(pay.status).toBe(200);
+    expect(pay.body.events).toEqual(
+      stream.body.events.map((e: { recordedAt: string }) => ({ ...e, createdAt: e.recordedAt })),
+    );
+    const move = pay.body.events.find((e: { type: string }) => e.type === 'PaymentStatusChanged');
+    expect(move).toMatchObject({ stream: `payment-${paymentId}`, position: expect.stringMatching(/^\d/) });
+    const chain = await audit(`/api/v1/audit/events/${move.eventId}/chain`);
+    expect(chain.status).toBe(200);
+    expect(chain.body.effects.map((e: { type: string }) => e.type)).toContain('SessionCanceled');
+
+    const booking = await audit(`/api/v1/audit/streams/booking-${groupId}`);
+    const session = await audit(`/api/v1/audit/sessions/${sessionId}/events`);
+    expect(session.status).toBe(200);
+    expect(session.body.events).toEqual(
+      booking.body.events.map((e: { eventId: string; recordedAt: string }) => ({
+        id: e.eventId,
+        ...e,
+        createdAt: e.recordedAt,
+      })),
+    );
+  });
+});
+
 describe('history export: GET /api/v1/audit/events', () => {
   const lines = (text: string) =>
     text
