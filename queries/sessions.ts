@@ -3,8 +3,9 @@ import * as t from 'io-ts';
 import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
-import { notFound } from '../src/http/errors';
-import { IsoInstant, Uuid, decode, paging } from '../src/http/validation';
+import { ValidationError, notFound } from '../src/http/errors';
+import { IsoInstant, Uuid, decode, paging, refine } from '../src/http/validation';
+import type { SessionState } from '../commands/booking/events';
 import { toSessionOut, type SessionRecord } from '../src/resources/session';
 import { eventOut, upToRecorded } from './audit';
 import { redacted } from './auditRedaction';
@@ -31,6 +32,32 @@ export async function findSession(db: Queryable, id: string): Promise<SessionRec
 }
 
 const SessionPath = t.type({ session_id: Uuid });
+
+const SESSION_STATES: readonly SessionState[] = [
+  'new',
+  'approved',
+  'declined',
+  'canceled',
+  'completed',
+  'disputed',
+];
+const SessionStates = refine(
+  t.string,
+  (s) => s.split(',').every((x) => (SESSION_STATES as readonly string[]).includes(x)),
+  'session_states',
+  `Input should be one or more of ${SESSION_STATES.join(', ')}, separated by commas`,
+);
+/**
+ * Filters of the caller's session list: `state` (comma-separated), `as` (the caller's part), and the
+ * start between `from` (inclusive) and `to` (exclusive), so a coach finds what waits for approval and an
+ * app lists what is coming up.
+ */
+export const SessionsFilter = t.partial({
+  state: SessionStates,
+  as: t.keyof({ client: null, coach: null }),
+  from: IsoInstant,
+  to: IsoInstant,
+});
 export function sessionQueries(deps: AppDeps): Router {
   const router = new Router();
 
@@ -47,10 +74,26 @@ export function sessionQueries(deps: AppDeps): Router {
   // The caller's sessions, as client or coach, latest start first.
   router.get('/api/v1/sessions', authenticated(), async (ctx) => {
     const { limit, offset } = paging(ctx.query);
+    const f = decode(SessionsFilter, ctx.query, 'query');
+    if (f.from && f.to && Date.parse(f.to) < Date.parse(f.from))
+      throw new ValidationError([
+        { loc: ['query', 'to'], msg: 'to should not be before from', type: 'value_error' },
+      ]);
     const p = currentPrincipal(ctx);
+    const params: unknown[] = [p.userId, limit, offset];
+    const where = [
+      f.as === 'client'
+        ? 'client_id = $1'
+        : f.as === 'coach'
+          ? 'coach_id = $1'
+          : '(client_id = $1 OR coach_id = $1)',
+    ];
+    if (f.state) where.push(`state = ANY($${params.push(f.state.split(','))}::text[])`);
+    if (f.from) where.push(`starts_at >= $${params.push(f.from)}::timestamptz`);
+    if (f.to) where.push(`starts_at < $${params.push(f.to)}::timestamptz`);
     const rows = await deps.db.query<Row>(
-      `${SELECT} WHERE client_id = $1 OR coach_id = $1 ORDER BY starts_at DESC, id LIMIT $2 OFFSET $3`,
-      [p.userId, limit, offset],
+      `${SELECT} WHERE ${where.join(' AND ')} ORDER BY starts_at DESC, id LIMIT $2 OFFSET $3`,
+      params,
     );
     ctx.body = rows.rows.map((r) => toSessionOut(fromRow(r)));
   });

@@ -272,7 +272,15 @@ beforeAll(async () => {
       idempotent: true,
     },
     'GET /api/v1/session/:session_id': { caller: () => client.token },
-    'GET /api/v1/sessions': { query: PAGING },
+    'GET /api/v1/sessions': {
+      query: {
+        ...PAGING,
+        state: ['pending', 'new,', ',', ''],
+        as: ['admin', ''],
+        from: ['tomorrow', '2026-02-30T10:00:00Z', ''],
+        to: ['2026-12-01', ''],
+      },
+    },
     'GET /api/v1/audit/sessions/:session_id/events': { query: AT },
     'GET /api/v1/audit/streams/:stream': { query: { ...AT, revision: ['x', '-1', '1.5', '%00'] } },
     'GET /api/v1/audit/events': {

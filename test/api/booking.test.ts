@@ -221,6 +221,41 @@ describe('availability and booking (6, 8, 11)', () => {
     expect(mine.body).toHaveLength(1);
   });
 
+  it("filters the caller's sessions by state, by the caller's part and by start", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const a = (await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'] })).body[0];
+    const b = (await book(client.token, serviceId, { slots: ['2026-12-03T10:00:00'] })).body[0];
+    expect((await t.request('POST', `/api/v1/session/${a.id}/approve`, { token: coach.token })).status).toBe(
+      200,
+    );
+    const ids = async (token: string, query: string) => {
+      const res = await t.request('GET', `/api/v1/sessions?${query}`, { token });
+      expect(res.status).toBe(200);
+      return res.body.map((x: { id: string }) => x.id);
+    };
+    expect(await ids(coach.token, '')).toEqual([b.id, a.id]);
+    expect(await ids(coach.token, 'state=new')).toEqual([b.id]);
+    expect(await ids(coach.token, 'state=approved,new')).toEqual([b.id, a.id]);
+    expect(await ids(coach.token, 'as=coach&state=approved')).toEqual([a.id]);
+    expect(await ids(coach.token, 'as=client')).toEqual([]);
+    expect(await ids(client.token, 'as=client')).toEqual([b.id, a.id]);
+    expect(await ids(client.token, 'from=2026-12-03T00:00:00Z')).toEqual([b.id]);
+    expect(await ids(client.token, 'to=2026-12-03T09:00:00Z')).toEqual([a.id]);
+    expect(await ids(client.token, `from=${a.startsAt}&to=${b.startsAt}`)).toEqual([a.id]);
+    for (const [query, loc] of [
+      ['state=pending', 'state'],
+      ['state=new,', 'state'],
+      ['as=admin', 'as'],
+      ['from=tomorrow', 'from'],
+      ['from=2026-12-03T00:00:00Z&to=2026-12-02T00:00:00Z', 'to'],
+    ]) {
+      const res = await t.request('GET', `/api/v1/sessions?${query}`, { token: client.token });
+      expect([query, res.status, res.body.detail?.[0]?.loc]).toEqual([query, 422, ['query', loc]]);
+    }
+  });
+
   it('handles DST: the spring-forward gap has no slot, and slots keep their wall time across the change', async () => {
     clock.set('2027-03-25T08:00:00Z');
     const coach = await m.coach({

@@ -15,6 +15,7 @@ import { AdminFilter, UnreadFilter } from '../../../queries/notifications';
 import { KindQuery } from '../../../queries/profileMedia';
 import { WebhookFilter } from '../../../queries/webhooks';
 import { AuditQuery } from '../../../queries/paymentAudit';
+import { SessionsFilter } from '../../../queries/sessions';
 import { AuditChainCodec, ExportQuery, StreamAuditCodec, StreamQuery } from '../../../queries/audit';
 import * as A from '../../resources/codecs';
 import { IsoInstant, Paging } from '../validation';
@@ -222,8 +223,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'GET /api/v1/sessions': {
     tag: 'Sessions',
-    summary: "The caller's sessions (as client or coach), latest first",
-    query: Paging,
+    summary: "The caller's sessions (as client or coach), latest first; by state, part and start",
+    query: t.intersection([Paging, SessionsFilter]),
     answer: list(A.SessionOutCodec),
   },
   'POST /api/v1/session/:session_id/approve': {
