@@ -140,16 +140,51 @@ const nextDate = (date: string) => new Date(Date.parse(date) + 86_400_000).toISO
 const overlaps = (aStart: number, aEnd: number, bStart: number, bEnd: number) =>
   aStart < bEnd && bStart < aEnd;
 
-/** Start minutes of a slot inside one interval: the service's start times, or steps of the session length. */
-function startsIn(interval: Interval, rules: SlotRules, weekday: number): number[] {
-  const start = toMinutes(interval.start);
-  const end = toMinutes(interval.end);
-  if (rules.startTimes)
-    return (rules.startTimes.get(weekday) ?? []).filter(
-      (m) => m >= start && m + rules.minutesDuration <= end,
-    );
+/** An interval of a day with `reach`: the end (local minutes of that day) of the unbroken hours it starts. */
+interface Stretch {
+  start: number;
+  end: number;
+  /** Past `end` when the next interval starts where this one ends, and past 1440 into the next day's. */
+  reach: number;
+}
+
+/**
+ * A day's intervals with how far each one's hours run on unbroken: intervals that touch (09:00-10:00 and
+ * 10:00-11:00) are one stretch of time, and one ending at 24:00 runs on into the next day's starting at 00:00
+ * (a night 22:00-24:00 then 00:00-02:00), so a session may span them. `next` are the next day's hours.
+ */
+export function stretchesOn(hours: Interval[], next: Interval[]): Stretch[] {
+  const out: Stretch[] = hours.map((h) => ({ start: toMinutes(h.start), end: toMinutes(h.end), reach: 0 }));
+  // The next day's first stretch from its midnight (that day's own touching intervals only: a session is
+  // at most MAX_SESSION_MINUTES long, and a stretch reaching a second midnight already holds it).
+  let nextReach = 0;
+  for (const h of next) {
+    if (toMinutes(h.start) !== nextReach) break;
+    nextReach = toMinutes(h.end);
+  }
+  for (let i = out.length - 1; i >= 0; i--) {
+    const x = out[i]!;
+    const after = out[i + 1];
+    x.reach =
+      after && after.start === x.end
+        ? after.reach
+        : x.end === 1440 && nextReach > 0
+          ? 1440 + nextReach
+          : x.end;
+  }
+  return out;
+}
+
+/**
+ * Start minutes of a slot inside one interval: the service's start times, or steps of the session length
+ * from its start. A slot starts inside the interval and ends within its unbroken stretch (`reach`).
+ */
+function startsIn(interval: Stretch, rules: SlotRules, weekday: number): number[] {
+  const { start, end, reach } = interval;
+  const fits = (m: number) => m >= start && m < end && m + rules.minutesDuration <= reach;
+  if (rules.startTimes) return (rules.startTimes.get(weekday) ?? []).filter(fits);
   const out: number[] = [];
-  for (let m = start; m + rules.minutesDuration <= end; m += rules.minutesDuration) out.push(m);
+  for (let m = start; fits(m); m += rules.minutesDuration) out.push(m);
   return out;
 }
 
@@ -251,7 +286,7 @@ export function freeSlotsUntil(
         ? day.offset
         : null;
     const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
-    for (const interval of hoursOn(schedule, day)) {
+    for (const interval of stretchesOn(hoursOn(schedule, day), hoursOn(schedule, next))) {
       for (const m of startsIn(interval, rules, day.weekday)) {
         if (onlyParts && m !== onlyMinute) continue;
         const label = `${date}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;

@@ -353,3 +353,40 @@ describe('a group session takes place at one place', () => {
     expect(await seatsAt(`&address_id=${park}`)).toBe(1);
   });
 });
+
+describe("the coach's hours as one stretch of time", () => {
+  it("books a session that runs on past midnight into the next day's hours, and it blocks them", async () => {
+    // Wednesday night 22:00-24:00 and Thursday 00:00-02:00: one stretch of the coach's time.
+    const coach = await m.coach({
+      weekly: { wednesday: [{ start: '22:00', end: '24:00' }], thursday: [{ start: '00:00', end: '02:00' }] },
+    });
+    const serviceId = await m.offering(coach, { sessionMinutesDuration: 90 });
+    const night = async () =>
+      (
+        await t.request(
+          'GET',
+          `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-03`,
+        )
+      ).body.slots.map((s: { slot: string }) => s.slot);
+    expect(await night()).toEqual(['2026-12-02T22:00:00', '2026-12-02T23:30:00', '2026-12-03T00:00:00']);
+    const res = await book((await m.client()).token, serviceId, { slots: ['2026-12-02T23:30:00'] });
+    expect(res.status).toBe(200);
+    expect(res.body[0]).toMatchObject({
+      startsAt: '2026-12-02T22:30:00.000Z',
+      endsAt: '2026-12-03T00:00:00.000Z',
+      dayAvailability: 3,
+    });
+    // Thursday's 00:00 overlaps it; Wednesday's 22:00 (to 23:30) does not.
+    expect(await night()).toEqual(['2026-12-02T22:00:00']);
+  });
+
+  it('offers a session spanning touching intervals (hours sent as hourly blocks)', async () => {
+    const blocks = ['09', '10', '11'].map((h) => ({ start: `${h}:00`, end: `${Number(h) + 1}:00` }));
+    const coach = await m.coach({ weekly: { wednesday: blocks } });
+    const serviceId = await m.offering(coach, { sessionMinutesDuration: 90 });
+    expect((await freeOn(serviceId, '2026-12-02')).slots).toEqual(['09:00', '10:00']);
+    expect((await book((await m.client()).token, serviceId, { slots: ['2026-12-02T10:00:00'] })).status).toBe(
+      200,
+    );
+  });
+});

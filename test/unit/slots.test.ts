@@ -276,6 +276,66 @@ describe('freeSlots in time order', () => {
   });
 });
 
+describe('freeSlots over touching intervals and across midnight', () => {
+  const now = new Date('2026-12-01T08:00:00Z');
+  const at = (slots: { slot: string; startsAt: string; endsAt: string }[]) =>
+    slots.map((s) => [s.slot, s.startsAt, s.endsAt]);
+
+  it('lets a session span touching intervals (hours given as blocks 09-10, 10-11, 11-12)', () => {
+    const blocks = ['09', '10', '11'].map((h) => ({ start: `${h}:00`, end: `${Number(h) + 1}:00` }));
+    const schedule: Schedule = { timezone: 'Europe/Berlin', weekly: { wednesday: blocks }, overrides: {} };
+    // Before: no block holds 90 minutes, so a coach free 09:00-12:00 offered nothing.
+    expect(
+      labels(freeSlots(schedule, [], rules({ minutesDuration: 90 }), '2026-12-02', '2026-12-02', now)),
+    ).toEqual(['09:00', '10:00']);
+    // A listed start time inside the hours is offered even where the session runs on into the next block.
+    const listed = rules({ minutesDuration: 90, startTimes: new Map([[3, [10 * 60 + 30]]]) });
+    expect(labels(freeSlots(schedule, [], listed, '2026-12-02', '2026-12-02', now))).toEqual(['10:30']);
+    // Intervals with a gap between them stay apart.
+    const apart: Schedule = {
+      ...schedule,
+      weekly: { wednesday: [blocks[0]!, { start: '10:15', end: '12:00' }] },
+    };
+    expect(
+      labels(freeSlots(apart, [], rules({ minutesDuration: 90 }), '2026-12-02', '2026-12-02', now)),
+    ).toEqual(['10:15']);
+  });
+
+  it("lets a session run past 24:00 into the next day's hours from 00:00 (a night 22:00-02:00)", () => {
+    const schedule: Schedule = {
+      timezone: 'Europe/Berlin',
+      weekly: { wednesday: [{ start: '22:00', end: '24:00' }], thursday: [{ start: '00:00', end: '02:00' }] },
+      overrides: {},
+    };
+    const slots = freeSlots(schedule, [], rules({ minutesDuration: 90 }), '2026-12-02', '2026-12-03', now);
+    expect(at(slots)).toEqual([
+      ['2026-12-02T22:00:00', '2026-12-02T21:00:00.000Z', '2026-12-02T22:30:00.000Z'],
+      ['2026-12-02T23:30:00', '2026-12-02T22:30:00.000Z', '2026-12-03T00:00:00.000Z'],
+      ['2026-12-03T00:00:00', '2026-12-02T23:00:00.000Z', '2026-12-03T00:30:00.000Z'],
+    ]);
+    // The slot that crosses midnight is the same one when a booking asks for it alone.
+    expect(
+      at(
+        freeSlots(
+          schedule,
+          [],
+          rules({ minutesDuration: 90 }),
+          '2026-12-02',
+          '2026-12-02',
+          now,
+          0,
+          '2026-12-02T23:30',
+        ),
+      ),
+    ).toEqual([at(slots)[1]]);
+    // A day off after the night (an override) ends the night at 24:00.
+    const off = { ...schedule, overrides: { '2026-12-03': [] } };
+    expect(
+      labels(freeSlots(off, [], rules({ minutesDuration: 90 }), '2026-12-02', '2026-12-03', now)),
+    ).toEqual(['22:00']);
+  });
+});
+
 describe('parseLocal', () => {
   it('reads a local date-time in the zone, with or without seconds', () => {
     expect(parseLocal('2026-12-02T10:00:00', 'Europe/Berlin')?.toUTC().toISO()).toBe(
