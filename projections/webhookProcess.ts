@@ -58,6 +58,17 @@ export function webhookProcess(deps: {
   /** Called after something was queued (wakes the dispatcher of this process at once). */
   onQueued?: () => void;
 }): Projection {
+  // When this read-model database was made (its first migrations): a notification recorded before it was
+  // queued, and sent, by the database before this one (see `react`). Asked once, again after a failure.
+  let bornAt: Promise<Date | null> | undefined;
+  const databaseBornAt = () =>
+    (bornAt ??= deps.db
+      .query<{ at: Date | string | null }>('SELECT min(applied_at) AS at FROM schema_migrations')
+      .then((r) => (r.rows[0]?.at ? new Date(r.rows[0].at) : null))
+      .catch((err: unknown) => {
+        bornAt = undefined;
+        throw err;
+      }));
   return {
     name: 'webhook-process',
     lease: LEASES.webhooks,
@@ -80,6 +91,13 @@ export function webhookProcess(deps: {
         return;
       }
       const n = recorded.data as NotificationFields;
+      // A service started on a new, empty read-model database beside an existing log (EventStoreDB, or a
+      // separate EVENTSTORE_URL) reads the whole log again: the notifications recorded before this database
+      // existed had their webhooks queued and sent by its predecessor, whose queue is gone. Queueing them
+      // again here would send every webhook ever sent once more (the e-mail process has its ledger in the
+      // event store for this; the webhook queue lives here).
+      const born = await databaseBornAt();
+      if (born && recorded.createdAt < born) return;
       // Only channels registered before this notification count: a fold through the event before it is
       // enough (none for a user's first notification), so a user's notifications in a row read nothing.
       const { channels } = await loadStateThrough(

@@ -204,6 +204,37 @@ describe('webhook channels (27)', () => {
     expect(rows.rows).toEqual([{ status: 'delivered' }]);
   });
 
+  it('a new, empty read-model database beside the log queues again none of the webhooks sent before it', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    await registerHook(client.token, path);
+    await book(client);
+    await hooksAt(path, 1);
+    const { store, log } = t.system.deps;
+    const fresh = await testDatabase();
+    try {
+      await migrate(fresh.db);
+      // The webhook process of a service started on it reads the whole log.
+      const runner = createProjectionRunner(store, fresh.db, [webhookProcess({ store, db: fresh.db })], log);
+      await runner.start();
+      try {
+        expect(await runner.waitFor(await store.headPosition(), 10_000)).toBe(true);
+        const queued = () =>
+          fresh.db.query<{ user_id: string }>('SELECT user_id FROM webhook_deliveries').then((r) => r.rows);
+        expect(await queued()).toEqual([]);
+        // What is created from now on is queued there as usual.
+        await book(client, '2026-12-08T10:00:00');
+        await hooksAt(path, 2);
+        expect(await runner.waitFor(await store.headPosition(), 10_000)).toBe(true);
+        expect(await queued()).toEqual([{ user_id: client.id }]);
+      } finally {
+        await runner.stop();
+      }
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   it('delivers to a URL with a host name (resolved at delivery), not only to an IP literal', async () => {
     // Node 20 connects with happy eyeballs and asks the lookup for every address: a lookup that answers one
     // address made every delivery to a named host fail ("Invalid IP address: undefined").
