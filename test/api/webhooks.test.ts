@@ -348,7 +348,7 @@ describe('webhook channels (27)', () => {
       const sent = await eventually(
         async () => receiver.at(path),
         (l) => l.length >= 1,
-        4000,
+        6000,
       );
       expect(sent).toHaveLength(1);
     } finally {
