@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { DEMO_IDS, printSummary, seedDemo, type SeedResult } from '../../src/cli/seed';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -101,5 +103,47 @@ describe('npm run seed (seedDemo)', () => {
       const addresses = await t.request('GET', '/api/v1/nav/addreses', { token: t.token(id, ['coach']) });
       expect(addresses.body).toHaveLength(1);
     }
+  });
+});
+
+describe("README's walk of a session's whole life with the quick check-in coach", () => {
+  // The README's paragraph on Quinn Quick, and the booking body it tells a client to send.
+  const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+  const walk = readme.slice(readme.indexOf('A fourth coach, Quinn Quick'));
+  const told = /book its next\s+slot as a client with `([^`]+)`/.exec(walk)?.[1];
+  let clock = new Date('2026-12-01T08:03:00Z');
+  let q: TestSystem;
+  let seeded: SeedResult;
+  beforeAll(async () => {
+    q = await startTestSystem({ clock: () => clock });
+    seeded = await seedDemo({ baseUrl: q.baseUrl, sign: (id, roles) => q.token(id, roles) });
+  }, 60_000);
+  afterAll(() => q.close());
+
+  it('books the next slot as told, approves, completes once started, reviews: the profile shows it', async () => {
+    expect(told).toBeDefined();
+    const quick = seeded.services.find((s) => s.coachId === DEMO_IDS.quickCoach)!;
+    const client = seeded.users.find((u) => u.role === 'client')!;
+    const quinn = seeded.users.find((u) => u.id === DEMO_IDS.quickCoach)!;
+    const free = await q.request('GET', `/api/v1/service/${quick.id}/availability`);
+    const next = free.body.slots[0] as { slot: string; startsAt: string };
+    const booked = await q.request('POST', `/api/v1/service/${quick.id}`, {
+      token: client.token,
+      body: { slots: [next.slot], ...JSON.parse(`{${told}}`) },
+    });
+    expect(booked.status).toBe(200);
+    const sessionId = booked.body[0].id as string;
+    const act = (action: string, token: string, body?: unknown) =>
+      q.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body });
+    expect((await act('approve', quinn.token)).status).toBe(200);
+    expect((await act('complete', quinn.token)).status).toBe(409); // not started yet
+    // The session starts; the payment sweeper runs as it does every few seconds.
+    clock = new Date(Date.parse(next.startsAt) + 60_000);
+    await q.system.sweepExpiredPayments();
+    const completed = await act('complete', quinn.token);
+    expect([completed.status, completed.body.state]).toEqual([200, 'completed']);
+    expect((await act('review', client.token, { rating: 5 })).status).toBe(200);
+    const profile = await q.request('GET', `/api/v1/coach/${DEMO_IDS.quickCoach}/profile`);
+    expect(profile.body).toMatchObject({ rating: 5, sessionCount: 1 });
   });
 });
