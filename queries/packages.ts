@@ -1,6 +1,6 @@
 import type { BookingTerms } from '../commands/calendar/events';
 import { packageExpiresAt } from '../commands/calendar/decider';
-import { dayMonthYear } from '../commands/calendar/slots';
+import { packageLastDay } from '../commands/calendar/slots';
 import type { Queryable } from '../src/db/database';
 
 /** A client's package (a booking of a service with numberOfSessions > 1) and what is left of it. */
@@ -80,10 +80,7 @@ export async function clientPackagesUntil(
         numberOfSessions: n,
         bookedSessions: used,
         remainingSessions: remaining,
-        expirationDate: dayMonthYear(
-          new Date(Date.parse(bookedAt) + r.terms.expiresInDays * 86_400_000),
-          r.timezone,
-        ),
+        expirationDate: packageLastDay(bookedAt, r.terms.expiresInDays, r.timezone).toFormat('dd/MM/yyyy'),
         expired,
         paymentState: r.payment_state,
         open: remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state),

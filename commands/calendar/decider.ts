@@ -1,12 +1,18 @@
 import { left, right } from 'fp-ts/Either';
-import { DateTime } from 'luxon';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { ServiceState } from '../services/decider';
 import type { BookingTerms, CalendarEvent, HeldSlot, Schedule } from './events';
-import { zoneOf } from './zones';
 import { paidAtSession } from '../payments/transitions';
 import { PersistentMap } from '../../src/persistentMap';
-import { freeSlots, instantsOf, parseLocal, placeKey, slotRulesOf, type Reservation } from './slots';
+import {
+  freeSlots,
+  instantsOf,
+  packageLastDay,
+  parseLocal,
+  placeKey,
+  slotRulesOf,
+  type Reservation,
+} from './slots';
 import { holdsAround, indexHold, unindexHold, type HoldsByDay } from './holdsByDay';
 
 /** The one place that decides whether a coach's slot is free: all of its schedule and active holds. */
@@ -33,13 +39,11 @@ export interface PackageOf {
 }
 
 /**
- * The last moment a package may be used: the end (in the coach's zone) of its `expirationDate`, the day
- * `expiresInDays` × 24 h after it was booked, as the Session reply shows it.
+ * The last moment a package may be used: the end (in the coach's zone) of its `expirationDate`, the local
+ * day it was booked plus `expiresInDays` calendar days, as the Session reply shows it.
  */
 export const packageExpiresAt = (p: Pick<PackageOf, 'bookedAt' | 'terms'>, zone: string): number =>
-  DateTime.fromMillis(Date.parse(p.bookedAt) + p.terms.expiresInDays * 86_400_000, { zone: zoneOf(zone) })
-    .endOf('day')
-    .toMillis();
+  packageLastDay(p.bookedAt, p.terms.expiresInDays, zone).endOf('day').toMillis();
 
 export type CalendarCommand =
   | { type: 'SetSchedule'; coachId: string; schedule: Schedule; now: string }
@@ -195,6 +199,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
             endsAt: s.endsAt,
             travelMinutes: event.data.terms.minutesTravel ?? 0,
             place: placeKey(event.data.terms.addressId, event.data.terms.clientLocation),
+            shared: event.data.groupSession,
           };
           const before = reservations.get(s.sessionId);
           if (before) holdsByDay = unindexHold(holdsByDay, before);

@@ -18,6 +18,12 @@ export interface Reservation {
   travelMinutes?: number;
   /** Where it takes place (`placeKey`); absent on holds recorded before places were kept: any place. */
   place?: string | null;
+  /**
+   * Whether it was booked as a seat of a group session (`SlotsReserved.groupSession`): false for a
+   * one-on-one session, whose time is never shared, also after its service became a group one. Absent
+   * (read-model rows written before this was kept, until a rebuild): a seat, as then.
+   */
+  shared?: boolean | null;
 }
 
 /**
@@ -253,13 +259,28 @@ export function freeSlotsUntil(
   const spanStart = DateTime.fromISO(fromDate, { zone: zoneOf(zone) }).toMillis() - 86_400_000 - ownTravel;
   const spanEnd = last.toMillis() + 2 * 86_400_000 + ownTravel;
   // What the slot loop needs of each (a copy of the whole reservation per booking was most of its garbage).
-  const busy: { serviceId: string; place?: string | null; s: number; e: number; bs: number; be: number }[] =
-    [];
+  const busy: {
+    serviceId: string;
+    place?: string | null;
+    shared?: boolean | null;
+    s: number;
+    e: number;
+    bs: number;
+    be: number;
+  }[] = [];
   for (const r of reservations) {
     const { s, e } = instantsOf(r);
     const travel = (r.travelMinutes ?? 0) * 60_000;
     if (e + travel <= spanStart || s - travel >= spanEnd) continue;
-    busy.push({ serviceId: r.serviceId, place: r.place, s, e, bs: s - travel, be: e + travel });
+    busy.push({
+      serviceId: r.serviceId,
+      place: r.place,
+      shared: r.shared,
+      s,
+      e,
+      bs: s - travel,
+      be: e + travel,
+    });
   }
   // A booking's check (`only`): its date and minute of the day, so other slots are skipped unlabelled.
   const onlyParts = only === undefined ? null : /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)$/.exec(only);
@@ -306,8 +327,11 @@ export function freeSlotsUntil(
         let seatsTaken = 0;
         let blocked = false;
         for (const r of busy) {
+          // A seat of the same group slot at the same place (a one-on-one session booked before the
+          // service became a group one stays one-on-one: its client booked it so).
           if (
             rules.groupSession &&
+            r.shared !== false &&
             r.serviceId === rules.serviceId &&
             r.s === s &&
             r.e === e &&
@@ -338,6 +362,14 @@ export const localDate = (instant: Date | string, zone: string) =>
   DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, {
     zone: zoneOf(zone),
   }).toISODate()!;
+
+/**
+ * The last day a package may be used, in `zone`: the local day it was booked plus `expiresInDays` calendar
+ * days (not that many times 24 hours, which lands on the day before or after when a DST change lies between
+ * and the booking was made within an hour of midnight).
+ */
+export const packageLastDay = (bookedAt: string, expiresInDays: number, zone: string): DateTime =>
+  DateTime.fromMillis(Date.parse(bookedAt), { zone: zoneOf(zone) }).plus({ days: expiresInDays });
 
 /** dd/mm/yyyy, the interface document's date text. */
 export const dayMonthYear = (instant: Date | string, zone: string) =>

@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import type { Booking } from '../../commands/booking/decider';
 import type { BookingTerms, SlotsReserved } from '../../commands/calendar/events';
-import { dayMonthYear } from '../../commands/calendar/slots';
+import { dayMonthYear, packageLastDay } from '../../commands/calendar/slots';
 import { initialStatus } from '../../commands/payments/transitions';
 import { currencyDecimals } from '../../commands/services/decider';
 
@@ -61,10 +61,7 @@ export const toSessionOut = (s: SessionRecord) => ({
   clientAddress: s.terms.clientAddress,
   clientLocation: s.terms.clientLocation,
   groupId: s.groupId,
-  expirationDate: dayMonthYear(
-    new Date(Date.parse(s.bookedAt) + s.terms.expiresInDays * 86_400_000),
-    s.timezone,
-  ),
+  expirationDate: packageLastDay(s.bookedAt, s.terms.expiresInDays, s.timezone).toFormat('dd/MM/yyyy'),
   paymentState: s.paymentState,
   paymentExpirationAt: dayMonthYear(s.terms.paymentExpiresAt, s.timezone),
   slot: s.slot,

@@ -298,6 +298,43 @@ describe('packages booked in several steps (8 with packageId)', () => {
     );
     expect(view.body.packages).toEqual([]);
   });
+
+  it('counts expiresInDays in calendar days across a DST change: booked at 00:30, usable to the end of day + n', async () => {
+    clock.set('2026-10-19T22:30:00Z'); // 00:30 on Tuesday 20 October in Berlin (CEST); the clocks go back on the 25th
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 10 });
+    const client = await m.client();
+    const first = await book(client.token, serviceId, { slots: ['2026-10-21T10:00:00'] });
+    expect(first.status).toBe(200);
+    // 20 October + 10 days is 30 October (10 × 24 h would end at 23:30 on the 29th).
+    expect(first.body[0].expirationDate).toBe('30/10/2026');
+    const view = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-10-21&to_date=2026-10-21`,
+      { token: client.token },
+    );
+    expect(view.body.packages[0]).toMatchObject({ expirationDate: '30/10/2026', open: true });
+    const lastDay = await book(client.token, serviceId, {
+      slots: ['2026-10-30T10:00:00'],
+      packageId: first.body[0].groupId,
+    });
+    expect(lastDay.status).toBe(200);
+    expect(lastDay.body[0].expirationDate).toBe('30/10/2026');
+    clock.set('2026-10-30T22:59:59.999Z'); // 23:59:59.999 on the 30th (CET): the last instant it is open
+    const stillOpen = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-10-31&to_date=2026-10-31`,
+      { token: client.token },
+    );
+    expect(stillOpen.body.packages[0]).toMatchObject({ expired: false });
+    clock.set('2026-10-30T23:00:00Z'); // 00:00 on the 31st
+    const after = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-10-31&to_date=2026-10-31`,
+      { token: client.token },
+    );
+    expect(after.body.packages).toEqual([]);
+  });
 });
 
 describe('a package of a service withdrawn after it was sold', () => {
