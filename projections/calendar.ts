@@ -15,8 +15,8 @@ const SET_SCHEDULE = bumped(
 );
 const RELEASE = bumped('DELETE FROM slot_holds WHERE session_id = ANY($1::uuid[])', 'calendar');
 const INSERT_HOLD = `INSERT INTO slot_holds (session_id, group_id, coach_id, service_id, client_id, starts_at, ends_at,
-   travel_minutes, place)
- VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+   travel_minutes, place, shared)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
 const INSERT_HOLD_BUMPED = bumped(INSERT_HOLD, 'calendar');
 
 /** Read models `coach_calendars` (schedule) and `slot_holds` (active holds), for availability queries. */
@@ -47,6 +47,7 @@ export const calendarProjection: Projection = {
             s.endsAt,
             d.terms.minutesTravel ?? 0,
             placeKey(d.terms.addressId, d.terms.clientLocation),
+            d.groupSession,
             ...(i === 0 ? [[userScope(d.coachId)]] : []),
           ]);
         return;

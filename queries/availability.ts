@@ -175,7 +175,7 @@ const SERVICE_AVAILABILITY = `
 SELECT s.id, s.coach_id, s.status, s.fields, c.schedule,
   (SELECT COALESCE(json_agg(json_build_object('sessionId', h.session_id, 'serviceId', h.service_id,
        'clientId', h.client_id, 'startsAt', h.starts_at, 'endsAt', h.ends_at,
-       'travelMinutes', h.travel_minutes, 'place', h.place)), '[]'::json)
+       'travelMinutes', h.travel_minutes, 'place', h.place, 'shared', h.shared)), '[]'::json)
      FROM slot_holds h
     WHERE ${holdsNearSql('s.coach_id')}) AS holds
 FROM services s LEFT JOIN coach_calendars c ON c.coach_id = s.coach_id
@@ -229,9 +229,10 @@ async function holdsNear(
     endsAt: Date;
     travelMinutes: number;
     place: string | null;
+    shared: boolean | null;
   }>(
     `SELECT session_id AS "sessionId", service_id AS "serviceId", client_id AS "clientId", starts_at AS "startsAt",
-            ends_at AS "endsAt", travel_minutes AS "travelMinutes", place
+            ends_at AS "endsAt", travel_minutes AS "travelMinutes", place, shared
        FROM slot_holds h WHERE ${holdsNearSql('$1', '$4::int')}`,
     [coachId, from, to, travel],
   );

@@ -352,6 +352,24 @@ describe('a group session takes place at one place', () => {
     expect(samePlace.status).toBe(200);
     expect(await seatsAt(`&address_id=${park}`)).toBe(1);
   });
+
+  it('leaves a one-on-one session booked before its service became a group one to its client', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const slot = '2026-12-02T10:00:00';
+    expect((await book((await m.client()).token, serviceId, { slots: [slot] })).status).toBe(200);
+    const edit = await t.request('PUT', `/api/v1/coach/services/${serviceId}`, {
+      token: coach.token,
+      body: { groupSession: true, maxGroupSize: 5 },
+    });
+    expect(edit.status).toBe(200);
+    // The new group slots are offered around it; the private session's hour is not a group slot.
+    expect((await freeOn(serviceId, '2026-12-02')).slots).not.toContain('10:00');
+    expect((await freeOn(serviceId, '2026-12-02')).slots).toContain('11:00');
+    const joining = await book((await m.client()).token, serviceId, { slots: [slot] });
+    expect(joining.status).toBe(409);
+    expect(joining.body).toMatchObject({ error: 'slot_unavailable' });
+  });
 });
 
 describe("the coach's hours as one stretch of time", () => {

@@ -428,6 +428,14 @@ describe('calendar decider: ReserveSlots checks the service as folded from its s
       ),
     ).toBe('slot_unavailable');
   });
+
+  it('keeps a one-on-one session private after its service became a group one', () => {
+    const past = history([scheduleSet()], reserve([slot], { clientId: alice }));
+    const asGroup = { groupSession: true, maxGroupSize: 3 };
+    expect(refusal(given(past).when(reserve([slot], { clientId: bob, rules: asGroup })))).toBe(
+      'slot_unavailable',
+    );
+  });
 });
 
 describe('calendar decider: ReleaseSlots', () => {

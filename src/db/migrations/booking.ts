@@ -67,4 +67,13 @@ ALTER TABLE slot_holds ADD COLUMN travel_minutes integer NOT NULL DEFAULT 0;
 ALTER TABLE slot_holds ADD COLUMN place text;
 `,
   },
+  {
+    version: 52,
+    // commands/calendar/slots.ts Reservation.shared: a one-on-one session is never a group seat, also after
+    // its service became a group one. Null on rows written before (a seat, as then) until a rebuild fills it.
+    name: 'whether a slot hold is a group seat',
+    sql: `
+ALTER TABLE slot_holds ADD COLUMN shared boolean;
+`,
+  },
 ];
