@@ -118,6 +118,29 @@ describe('GET /metrics', () => {
     expect(caughtUp).toMatch(/^nodejs_heap_size_used_bytes \d/m);
   });
 
+  it('times multi-stream appends too (a booking on the SQL stores is one), with their outcome', async () => {
+    const store = t.system.deps.store;
+    if (!store.appendMany) return; // EventStoreDB has none: a booking is plain appends there
+    const sample = (outcome: string) =>
+      `eventstore_append_duration_seconds_count{store="${store.kind}",outcome="${outcome}"}`;
+    const before = await scrape();
+    const stream = `metrics-probe-${Date.now()}`;
+    const probe = { type: 'MetricsProbed', data: {} };
+    await store.appendMany([
+      { streamName: `${stream}-a`, events: [probe], expectedRevision: 'no_stream' },
+      { streamName: `${stream}-b`, events: [probe], expectedRevision: 'no_stream' },
+    ]);
+    await expect(
+      store.appendMany([{ streamName: `${stream}-a`, events: [probe], expectedRevision: 'no_stream' }]),
+    ).rejects.toThrow('expected revision');
+    const after = await scrape();
+    const moved = (outcome: string) =>
+      (value(after, sample(outcome)) ?? 0) - (value(before, sample(outcome)) ?? 0);
+    // At least these two (a process manager may append meanwhile).
+    expect(moved('ok')).toBeGreaterThanOrEqual(1);
+    expect(moved('conflict')).toBeGreaterThanOrEqual(1);
+  });
+
   it('counts the read caches: hits, misses, entries and bytes per cache', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
