@@ -42,8 +42,10 @@ export interface PackageOf {
  * The last moment a package may be used: the end (in the coach's zone) of its `expirationDate`, the local
  * day it was booked plus `expiresInDays` calendar days, as the Session reply shows it.
  */
-export const packageExpiresAt = (p: Pick<PackageOf, 'bookedAt' | 'terms'>, zone: string): number =>
-  packageLastDay(p.bookedAt, p.terms.expiresInDays, zone).endOf('day').toMillis();
+export const packageExpiresAt = (
+  p: Pick<PackageOf, 'bookedAt'> & { terms: Pick<BookingTerms, 'expiresInDays'> },
+  zone: string,
+): number => packageLastDay(p.bookedAt, p.terms.expiresInDays, zone).endOf('day').toMillis();
 
 export type CalendarCommand =
   | { type: 'SetSchedule'; coachId: string; schedule: Schedule; now: string }
@@ -257,6 +259,16 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           if (refusedPackage) return left(refusedPackage);
         }
         const now = new Date(command.now);
+        // A package's sessions take place by its expiration date, those of its first request too (booked at
+        // once or one by one, the same sessions of the same package).
+        const expiresAt = pkg
+          ? packageExpiresAt(pkg, pkg.timezone)
+          : command.service.numberOfSessions > 1
+            ? packageExpiresAt(
+                { bookedAt: command.now, terms: { expiresInDays: command.service.expiresInDays } },
+                schedule.timezone,
+              )
+            : Infinity;
         const held: HeldSlot[] = [];
         for (const [i, slot] of command.slots.entries()) {
           const start = parseLocal(slot, schedule.timezone);
@@ -284,7 +296,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           // Only the asked slot is checked (by the same rules that list free slots).
           const free = freeSlots(schedule, taken, rules, date, date, now, travel, slot.slice(0, 16))[0];
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
-          if (pkg && Date.parse(free.startsAt) > packageExpiresAt(pkg, pkg.timezone))
+          if (Date.parse(free.startsAt) > expiresAt)
             return left({
               code: 'package_expired',
               message: `${slot} is after the package's expiration date`,

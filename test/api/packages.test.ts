@@ -299,6 +299,32 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(view.body.packages).toEqual([]);
   });
 
+  it("refuses a session past the package's expiration date in its first request too, as later", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 3 });
+    const client = await m.client();
+    // Booked 1 December + 3 days: its sessions take place by the end of 4 December (Berlin).
+    const past = await book(client.token, serviceId, {
+      slots: ['2026-12-02T10:00:00', '2026-12-07T10:00:00'],
+    });
+    expect(past.status).toBe(409);
+    expect(past.body).toEqual({
+      error: 'package_expired',
+      message: "2026-12-07T10:00:00 is after the package's expiration date",
+      code: 409,
+    });
+    const slots = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+    );
+    expect(slots.body.slots.map((x: { slot: string }) => x.slot)).toContain('2026-12-02T10:00:00');
+    const within = await book(client.token, serviceId, {
+      slots: ['2026-12-02T10:00:00', '2026-12-04T16:00:00'],
+    });
+    expect(within.status).toBe(200);
+    expect(within.body[0].expirationDate).toBe('04/12/2026');
+  });
+
   it('counts expiresInDays in calendar days across a DST change: booked at 00:30, usable to the end of day + n', async () => {
     clock.set('2026-10-19T22:30:00Z'); // 00:30 on Tuesday 20 October in Berlin (CEST); the clocks go back on the 25th
     const coach = await m.coach();

@@ -327,7 +327,9 @@ describe('calendar decider: ReserveSlots', () => {
     it('is one hour before the first session when that comes sooner', () => {
       // The package's earliest slot is second in the list: 12:00 Berlin today = 11:00Z.
       const data = reservedOf(
-        given([scheduleSet()]).when(reserve(['2026-12-10T10:00:00', '2026-12-01T12:00:00'])),
+        given([scheduleSet()]).when(
+          reserve(['2026-12-10T10:00:00', '2026-12-01T12:00:00'], { service: { expiresInDays: 30 } }),
+        ),
       );
       expect(data.terms.paymentExpiresAt).toBe('2026-12-01T10:00:00.000Z');
     });
@@ -359,7 +361,7 @@ describe('calendar decider: ReserveSlots', () => {
 
     it("is the first session's start for cash, paid to the coach there", () => {
       const cash = {
-        ...reserve(['2026-12-10T10:00:00', '2026-12-08T10:00:00']),
+        ...reserve(['2026-12-10T10:00:00', '2026-12-08T10:00:00'], { service: { expiresInDays: 30 } }),
         order: { ...order, method: 'cash', methodId: 2 },
       };
       const data = reservedOf(given([scheduleSet()]).when(cash as CalendarCommand));
