@@ -14,6 +14,7 @@ import { auditQueries } from '../queries/audit';
 import { calendarCommands } from '../commands/calendar/routes';
 import { bookingCommands } from '../commands/booking/routes';
 import { availabilityQueries } from '../queries/availability';
+import { scheduleQueries } from '../queries/schedule';
 import { sessionQueries } from '../queries/sessions';
 import { videoCommands } from '../commands/videos/routes';
 import { videoQueries } from '../queries/videos';
@@ -32,6 +33,7 @@ export const routers = (deps: AppDeps): Router[] => [
   calendarCommands(deps),
   bookingCommands(deps),
   availabilityQueries(deps),
+  scheduleQueries(deps),
   sessionQueries(deps),
   addressCommands(deps),
   addressQueries(deps),

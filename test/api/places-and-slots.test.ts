@@ -398,6 +398,40 @@ describe("the coach's hours as one stretch of time", () => {
     expect(await night()).toEqual(['2026-12-02T22:00:00']);
   });
 
+  it('reads back the schedule as last published (GET /api/v1/coach/schedule), so it can be changed', async () => {
+    const coach = await m.coach({ timezone: 'europe/berlin', overrides: { '2026-12-24': [] } });
+    const read = (token: string) => t.request('GET', '/api/v1/coach/schedule', { token });
+    const hours = [{ start: '09:00', end: '17:00' }];
+    expect((await read(coach.token)).body).toEqual({
+      timezone: 'Europe/Berlin',
+      weekly: { monday: hours, tuesday: hours, wednesday: hours, thursday: hours, friday: hours },
+      overrides: { '2026-12-24': [] },
+    });
+    // Another day off, added to what is there: the next read has both.
+    const now = (await read(coach.token)).body;
+    const put = await t.request('PUT', '/api/v1/coach/schedule', {
+      token: coach.token,
+      body: { ...now, overrides: { ...now.overrides, '2026-12-31': [{ start: '10:00', end: '12:00' }] } },
+    });
+    expect(put.status).toBe(200);
+    expect((await read(coach.token)).body.overrides).toEqual({
+      '2026-12-24': [],
+      '2026-12-31': [{ start: '10:00', end: '12:00' }],
+    });
+    // A coach that published none has no hours yet; who is no coach, or no caller, is told so.
+    const fresh = await m.client();
+    const freshCoach = t.token(fresh.id, ['coach']);
+    expect((await read(freshCoach)).status).toBe(404);
+    const newCoach = await t.request('PUT', `/api/v1/users/${fresh.id}`, {
+      token: m.service(),
+      body: { type: 'coach' },
+    });
+    expect(newCoach.status).toBe(200);
+    expect((await read(freshCoach)).body).toEqual({ timezone: 'UTC', weekly: {}, overrides: {} });
+    expect((await read(fresh.token)).status).toBe(403);
+    expect((await t.request('GET', '/api/v1/coach/schedule')).status).toBe(401);
+  });
+
   it('offers a session spanning touching intervals (hours sent as hourly blocks)', async () => {
     const blocks = ['09', '10', '11'].map((h) => ({ start: `${h}:00`, end: `${Number(h) + 1}:00` }));
     const coach = await m.coach({ weekly: { wednesday: blocks } });

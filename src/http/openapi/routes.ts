@@ -187,6 +187,11 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: { codec: UpsertUserProfileBody, optional: true },
     answer: A.UserProfileRecordCodec,
   },
+  'GET /api/v1/coach/schedule': {
+    tag: 'Services',
+    summary: "The calling coach's schedule as last published (weekly hours and date overrides)",
+    answer: A.ScheduleCodec,
+  },
   'PUT /api/v1/coach/schedule': {
     tag: 'Services',
     summary: "Publish the calling coach's weekly hours and date overrides (replaces the schedule)",
