@@ -1,9 +1,13 @@
+import { DateTime } from 'luxon';
 import type { EventMetadata, EventStore, NewEvent, StreamAppend } from '../../src/eventstore/types';
 import { WrongExpectedRevisionError } from '../../src/eventstore/types';
 import { readState } from '../../src/commandHandler';
+import { loadState } from '../../src/foldedStates';
 import type { DomainEvent } from '../../src/decider';
 import type { SlotsReserved } from '../calendar/events';
 import { calendarStream } from '../calendar/events';
+import { zoneOf } from '../calendar/zones';
+import { calendar } from '../calendar/decider';
 import { bookingStream, clientBookingsStream, type BookingListed, type SessionsBooked } from './events';
 
 /**
@@ -25,8 +29,21 @@ export async function loadBooking(
 ): Promise<SessionsBooked['data'] | null> {
   const all = await readState(store, bookingStream(groupId), bookedParts);
   if (!all[0]) return null;
-  // Sessions of a package booked later come as further SessionsBooked: one booking, all its sessions.
-  return { ...all[0], sessions: all.flatMap((b) => b.sessions) };
+  // Sessions of a package booked later come as further SessionsBooked: one booking, all its sessions. Those
+  // booked after the coach changed the schedule's zone are labelled in that zone: they are labelled here in
+  // the booking's, so that its one `timezone` (the e-mails' "10:00 (Europe/Berlin)") names them right.
+  const zone = all[0].timezone;
+  return {
+    ...all[0],
+    sessions: all.flatMap((b) =>
+      b.timezone === zone
+        ? b.sessions
+        : b.sessions.map((s) => ({
+            ...s,
+            slot: DateTime.fromISO(s.startsAt, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss"),
+          })),
+    ),
+  };
 }
 
 export const listingOf = (reserved: SlotsReserved['data']): BookingListed => ({
@@ -121,13 +138,20 @@ export async function sessionParty(
   userId: string,
   sessionId: string,
 ): Promise<{ groupId: string; as: 'client' | 'coach' } | null> {
-  const [asClient, calendar] = await Promise.all([
+  // The calendar as this process keeps it (only its tail read), not the whole stream: a busy coach's
+  // calendar grows for years, and every approve, decline, cancel or complete of theirs comes here.
+  const [asClient, held] = await Promise.all([
     clientBookings(store, userId),
-    store.readStream(calendarStream(userId)),
+    loadState(store, calendarStream(userId), calendar),
   ]);
   const listed = asClient.find((b) => b.sessionIds.includes(sessionId));
   if (listed) return { groupId: listed.groupId, as: 'client' };
-  for (const e of calendar.events) {
+  const hold = held.state.reservations.get(sessionId);
+  if (hold) return { groupId: hold.groupId, as: 'coach' };
+  if (held.revision === 'no_stream') return null;
+  // Not held now (declined, canceled or expired: released), or no such session: the stream names it or not.
+  const whole = await store.readStream(calendarStream(userId));
+  for (const e of whole.events) {
     if (e.type !== 'SlotsReserved') continue;
     const d = e.data as SlotsReserved['data'];
     if (d.sessions.some((s) => s.sessionId === sessionId)) return { groupId: d.groupId, as: 'coach' };

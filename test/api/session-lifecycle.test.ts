@@ -192,6 +192,37 @@ describe('session lifecycle', () => {
       (await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: coach.token })).status,
     ).toBe(403);
   });
+  it("finds a coach's session on the kept calendar, not by reading the coach's whole history each time", async () => {
+    const { coach, session } = await booked();
+    const other = await booked();
+    const store = t.system.deps.store;
+    const stream = calendarStream(coach.id);
+    // Years of a busy calendar: the schedule published again and again.
+    const schedule = (await store.readStream(stream)).events.find((e) => e.type === 'ScheduleSet')!;
+    await store.append(
+      stream,
+      Array.from({ length: 300 }, () => ({ type: schedule.type, data: schedule.data })),
+    );
+    const readStream = store.readStream.bind(store);
+    let calendarEventsRead = 0;
+    const spy = jest.spyOn(store, 'readStream').mockImplementation(async (name, opts) => {
+      const read = await readStream(name, opts);
+      if (name === stream) calendarEventsRead += read.events.length;
+      return read;
+    });
+    try {
+      expect((await act(coach.token, session.id, 'approve')).status).toBe(200); // folds the calendar once
+      calendarEventsRead = 0;
+      expect((await act(coach.token, session.id, 'cancel')).body.state).toBe('canceled');
+      expect(calendarEventsRead).toBeLessThan(10);
+      // A released session is no longer held: still found (a repeat is 409, not 404), from the whole stream.
+      expect((await act(coach.token, session.id, 'cancel')).body.error).toBe('invalid_transition');
+      // Not this coach's session (another coach's): 404, as before.
+      expect((await act(coach.token, other.session.id, 'approve')).status).toBe(404);
+    } finally {
+      spy.mockRestore();
+    }
+  });
 });
 
 describe('bookings follow their payment, and heal after a crash', () => {
