@@ -11,11 +11,15 @@ import { signToken, type Role } from '../../src/http/auth';
 import { marketplace } from '../support/marketplace';
 import { freshPostgres, type TestDatabase } from '../support/services';
 import { startSmtpServer } from '../support/smtp';
-import type { TestSystem } from '../support/system';
+import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
+import { eventStoreDbPlan, startEventStoreDb, type RunningEventStoreDb } from '../support/eventstoredb';
+import { createEsdbEventStore } from '../../src/eventstore/esdb';
+import { START, type EventStore, type Position } from '../../src/eventstore/types';
 
 /**
- * Two service instances as two OS processes on one PostgreSQL (read models and events), commands spread
- * over both, then one killed with SIGKILL mid-run and later started again. Every effect must happen once:
+ * Two service instances as two OS processes on one PostgreSQL (read models, and events unless the run is on
+ * EventStoreDB: TEST_EVENTSTORE=esdb puts them on one EventStoreDB, a double or a container, as the full
+ * stack of docker-compose.yml does), commands spread over both, then one killed with SIGKILL mid-run and later started again. Every effect must happen once:
  * sessions and payment per booking, notification per party, e-mail per cause, expiry per unpaid booking;
  * no projection fails; the survivor owns every process manager within 10 s of the kill.
  */
@@ -113,11 +117,19 @@ describePg(
     let dataDir: string;
     const running: Instance[] = [];
     let env: NodeJS.ProcessEnv;
+    /** The events, when they are on EventStoreDB (a fresh one: every event in it is this test's). */
+    let esdb: RunningEventStoreDb | undefined;
+    let log: EventStore | undefined;
 
     beforeAll(async () => {
       database = await freshPostgres(process.env.DATABASE_URL!);
       smtp = await startSmtpServer();
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-two-'));
+      // A server named by EVENTSTORE_URL is shared with other tests (their events would be counted here).
+      if (testEventStoreOnEsdb() && eventStoreDbPlan().kind !== 'url') {
+        esdb = await startEventStoreDb();
+        log = createEsdbEventStore(esdb.url);
+      }
       env = {
         PATH: process.env.PATH,
         DATABASE_URL: database.url,
@@ -129,10 +141,13 @@ describePg(
         // long enough that a live sender on a loaded machine rarely stalls past it.
         MAIL_LEASE_MS: '4000',
         MAIL_RETRY_INTERVAL_MS: '1000',
+        ...(esdb ? { EVENTSTORE_URL: esdb.url } : {}),
       };
     });
     afterAll(async () => {
       for (const i of running) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+      await log?.close();
+      await esdb?.stop();
       await smtp.close();
       await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
@@ -141,8 +156,36 @@ describePg(
     const health = async (i: Instance) => (await call(i, 'GET', '/healthz')).body;
     const owners = async (i: Instance) =>
       ((await health(i)).leases as { name: string; owner: string }[]).map((l) => l.owner);
-    const rows = async <R>(sql: string, params: unknown[] = []) =>
-      (await database.db.query<R>(sql, params)).rows;
+    interface Logged {
+      id: string;
+      type: string;
+      stream_name: string;
+      data: any;
+      position: Position;
+    }
+    /** Every event of the log, in order: from PostgreSQL's `es_events`, or read from EventStoreDB. */
+    const logged = async (): Promise<Logged[]> => {
+      if (!log) {
+        const { rows } = await database.db.query<{
+          id: string;
+          type: string;
+          stream_name: string;
+          data: any;
+          p: string;
+        }>(
+          'SELECT event_id::text AS id, type, stream_name, data, position::text AS p FROM es_events ORDER BY position',
+        );
+        return rows.map(({ p, ...e }) => ({ ...e, position: { commit: BigInt(p), prepare: BigInt(p) } }));
+      }
+      const out: Logged[] = [];
+      for (let from = START; ;) {
+        const page = await log.readAll(from, 1000);
+        for (const e of page)
+          out.push({ id: e.id, type: e.type, stream_name: e.streamName, data: e.data, position: e.position });
+        if (page.length < 1000) return out;
+        from = page[page.length - 1]!.position;
+      }
+    };
 
     it('runs every effect exactly once when one of two instances is killed mid-run', async () => {
       const a = await startInstance({ ...env, INSTANCE_ID: 'a' });
@@ -150,6 +193,7 @@ describePg(
       const b = await startInstance({ ...env, INSTANCE_ID: 'b' });
       running.push(b);
       try {
+        expect((await health(b)).eventStore.kind).toBe(esdb ? 'esdb' : 'postgres');
         // The first instance took every lease; the second shows the same owners.
         expect(new Set(await owners(b))).toEqual(new Set([a.id]));
 
@@ -215,12 +259,8 @@ describePg(
         await approve(0, sessionOf(first[0]!).id, a);
         await approve(1, sessionOf(first[1]!).id, b);
         const paymentOf = async (clientId: string) =>
-          (
-            await rows<{ id: string }>(
-              `SELECT data->>'paymentId' AS id FROM es_events WHERE type = 'PaymentCreated' AND data->>'clientId' = $1`,
-              [clientId],
-            )
-          )[0]?.id;
+          (await logged()).find((e) => e.type === 'PaymentCreated' && e.data.clientId === clientId)?.data
+            .paymentId as string | undefined;
         const paid = new Set<string>();
         for (const i of [2, 3]) {
           const id = (await until(() => paymentOf(clients[i]!.id), Boolean, 10_000))!;
@@ -273,21 +313,21 @@ describePg(
 
         // A day and a half later every unpaid payment is past its deadline: the lease holder expires each once.
         await Promise.all([b.advance(36 * 3_600_000), a2.advance(36 * 3_600_000)]);
-        const unpaid = async () =>
-          (
-            await rows<{ id: string }>(
-              `SELECT c.data->>'paymentId' AS id FROM es_events c WHERE c.type = 'PaymentCreated'
-             AND NOT EXISTS (SELECT 1 FROM es_events s WHERE s.type = 'PaymentStatusChanged'
-                             AND s.stream_name = c.stream_name)`,
-            )
-          ).map((r) => r.id);
+        const unpaid = async () => {
+          const all = await logged();
+          const moved = new Set(
+            all.filter((e) => e.type === 'PaymentStatusChanged').map((e) => e.stream_name),
+          );
+          return all
+            .filter((e) => e.type === 'PaymentCreated' && !moved.has(e.stream_name))
+            .map((e) => e.data.paymentId as string);
+        };
         expect(await until(unpaid, (u) => u.length === 0, 60_000)).toEqual([]);
 
         // Quiet: both instances' projections have reached the head of the log, and the mail is out.
-        const head = async () =>
-          (await rows<{ p: string }>('SELECT max(position)::text AS p FROM es_events'))[0]!.p;
+        const head = async () => (await logged()).at(-1)!.position.commit;
         const caughtUp = async (i: Instance) => {
-          const h = BigInt(await head());
+          const h = await head();
           const ps = (await health(i)).projections as {
             state: string;
             position: { commit: string } | null;
@@ -298,9 +338,7 @@ describePg(
           true,
         );
 
-        const events = await rows<{ id: string; type: string; stream_name: string; data: any }>(
-          'SELECT event_id::text AS id, type, stream_name, data FROM es_events ORDER BY position',
-        );
+        const events = await logged();
         const ofType = (type: string) => events.filter((e) => e.type === type);
         const countBy = (list: string[]) => {
           const counts = new Map<string, number>();
