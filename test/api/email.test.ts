@@ -231,6 +231,47 @@ describe('e-mail over real SMTP', () => {
     await mailsTo(emailOf(third.coach.id), 1);
   });
 
+  it("the operator's retry (POST /api/v1/admin/emails/{id}/retry) honours Idempotency-Key: a repeat after a lost answer replays it, and sends nothing again", async () => {
+    const user = await m.client();
+    smtp.rejectNext(1, 550);
+    const res = await t.request('POST', `/api/v1/notification/private/email/${user.id}/verification`, {
+      token: m.service(),
+      body: { code: '314159' },
+    });
+    expect(res.status).toBe(200);
+    const failed = await eventually(
+      async () =>
+        (
+          await t.system.deps.db.query<{ stream: string; status: string }>(
+            `SELECT stream, status FROM email_deliveries WHERE recipient = $1`,
+            [user.id],
+          )
+        ).rows[0],
+      (r) => r !== undefined && r.status === 'failed',
+      5000,
+    );
+    const operator = t.token(randomUUID(), ['admin']);
+    const retry = () =>
+      t.request('POST', `/api/v1/admin/emails/${failed!.stream}/retry`, {
+        token: operator,
+        headers: { 'Idempotency-Key': 'retry-verification-1' },
+      });
+    const first = await retry();
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ id: failed!.stream, status: 'sent' });
+    // The operator's page never saw the answer and sends it again under its key: the first answer, not a
+    // 409 delivery_not_failed for an e-mail that went out.
+    const again = await retry();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(1);
+    // Sent under a claim of its own, like every send (the requeue the request stored is not its claim).
+    const ledger = (await t.system.deps.store.readStream(failed!.stream)).events.map((e) => e.type);
+    expect(ledger.slice(-3)).toEqual(['DeliveryRequeued', 'DeliveryClaimed', 'DeliverySent']);
+  });
+
   it('a relay refusing the service itself (5xx to MAIL FROM: wrong credentials, sender not allowed) defers every e-mail; fixed, they go out once', async () => {
     const user = await m.client();
     const settled = (status: string) =>
