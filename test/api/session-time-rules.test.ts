@@ -1,0 +1,168 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { eventually } from '../support/marketplace';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
+
+/**
+ * The time rules of booking and of the session lifecycle, walked at their exact edges on the injected
+ * clock: the last instant that is allowed and the millisecond after it.
+ */
+let t: TestSystem;
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
+});
+
+const SLOT = '2026-12-02T10:00:00'; // Berlin: 09:00-10:00 UTC
+const START = Date.parse('2026-12-02T09:00:00Z');
+const END = Date.parse('2026-12-02T10:00:00Z');
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+const at = (ms: number) => clock.set(new Date(ms).toISOString());
+const act = (token: string, sessionId: string, action: string, body?: unknown) =>
+  t.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body });
+const book = (token: string, serviceId: string, body: Record<string, unknown>) =>
+  t.request('POST', `/api/v1/service/${serviceId}`, { token, body });
+const seatsAt = async (serviceId: string, slot: string) =>
+  (
+    await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=${slot.slice(0, 10)}&to_date=${slot.slice(0, 10)}`,
+    )
+  ).body.slots.find((s: { slot: string }) => s.slot === slot)?.remainingSeats ?? 0;
+
+describe('booking: minimum notice and booking window, to the millisecond', () => {
+  it('books a slot exactly minimumNoticeHours ahead, not a millisecond later; and exactly bookingWindowDays ahead, not a millisecond sooner', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { minimumNoticeHours: 5, bookingWindowDays: 2 });
+    const client = await m.client();
+    at(START - 5 * HOUR + 1);
+    expect(await seatsAt(serviceId, SLOT)).toBe(0);
+    expect((await book(client.token, serviceId, { slots: [SLOT] })).body.error).toBe('slot_unavailable');
+    at(START - 5 * HOUR);
+    expect(await seatsAt(serviceId, SLOT)).toBe(1);
+    expect((await book(client.token, serviceId, { slots: [SLOT] })).status).toBe(200);
+
+    const later = Date.parse('2026-12-03T09:00:00Z');
+    at(later - 2 * DAY - 1);
+    expect(await seatsAt(serviceId, '2026-12-03T10:00:00')).toBe(0);
+    expect((await book(client.token, serviceId, { slots: ['2026-12-03T10:00:00'] })).body.error).toBe(
+      'slot_unavailable',
+    );
+    at(later - 2 * DAY);
+    expect(await seatsAt(serviceId, '2026-12-03T10:00:00')).toBe(1);
+    expect((await book(client.token, serviceId, { slots: ['2026-12-03T10:00:00'] })).status).toBe(200);
+  });
+});
+
+describe('session actions at the edges of their windows', () => {
+  it('cancel up to sessionCancellationHours before, complete from the start, dispute until 30 days after the end', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { sessionCancellationHours: 24 });
+    const client = await m.client();
+    const [a, b] = await Promise.all([
+      book(client.token, serviceId, { slots: [SLOT] }),
+      book(client.token, serviceId, { slots: ['2026-12-02T12:00:00'] }),
+    ]);
+    const id = a.body[0].id;
+    at(START - 24 * HOUR + 1);
+    expect((await act(client.token, id, 'cancel')).body.error).toBe('cancellation_window_passed');
+    // The other booking, 3 hours later, is still inside its window at this instant.
+    at(Date.parse('2026-12-02T11:00:00Z') - 24 * HOUR);
+    expect((await act(client.token, b.body[0].id, 'cancel')).body.state).toBe('canceled');
+
+    expect((await act(coach.token, id, 'approve')).body.state).toBe('approved');
+    at(START - 1);
+    expect((await act(coach.token, id, 'complete')).body.message).toBe('the session has not started yet');
+    at(START);
+    expect((await act(client.token, id, 'cancel')).body.error).toBe('invalid_transition');
+    expect((await act(coach.token, id, 'complete')).body.state).toBe('completed');
+    // A completed session keeps its time: the slot does not come back.
+    expect(await seatsAt(serviceId, SLOT)).toBe(0);
+    at(END + 30 * DAY + 1);
+    expect((await act(client.token, id, 'dispute', { reason: 'short' })).body.message).toBe(
+      'disputes are possible for 30 days after the session',
+    );
+    at(END + 30 * DAY);
+    expect((await act(client.token, id, 'dispute', { reason: 'short' })).body.state).toBe('disputed');
+  });
+
+  it('approves a session until its end, not at it', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const [a, b] = await Promise.all([
+      book(client.token, serviceId, { slots: [SLOT] }),
+      book(client.token, serviceId, { slots: ['2026-12-02T12:00:00'] }),
+    ]);
+    at(END - 1);
+    expect((await act(coach.token, a.body[0].id, 'approve')).body.state).toBe('approved');
+    at(Date.parse('2026-12-02T12:00:00Z'));
+    expect((await act(coach.token, b.body[0].id, 'approve')).body).toMatchObject({
+      error: 'invalid_transition',
+      message: 'the session is over',
+    });
+  });
+});
+
+describe('a group slot', () => {
+  it("one client's cancel gives back one seat and leaves the others booked", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { groupSession: true, maxGroupSize: 3 });
+    const [a, b] = [await m.client(), await m.client()];
+    const ra = await book(a.token, serviceId, { slots: [SLOT] });
+    const rb = await book(b.token, serviceId, { slots: [SLOT] });
+    expect([ra.status, rb.status]).toEqual([200, 200]);
+    expect(await seatsAt(serviceId, SLOT)).toBe(1);
+    expect((await act(a.token, ra.body[0].id, 'cancel')).body.state).toBe('canceled');
+    expect(await seatsAt(serviceId, SLOT)).toBe(2);
+    expect((await t.request('GET', `/api/v1/session/${rb.body[0].id}`, { token: b.token })).body.state).toBe(
+      'new',
+    );
+    expect((await act(coach.token, rb.body[0].id, 'decline')).body.state).toBe('declined');
+    expect(await seatsAt(serviceId, SLOT)).toBe(3);
+  });
+});
+
+describe("a package's session booked after the coach changed the schedule's zone", () => {
+  it("is e-mailed at its right time, in the booking's zone", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 80 });
+    const client = await m.client();
+    const first = await book(client.token, serviceId, { slots: [SLOT] });
+    expect(first.status).toBe(200);
+    const hours = [{ start: '09:00', end: '17:00' }];
+    const moved = await t.request('PUT', '/api/v1/coach/schedule', {
+      token: coach.token,
+      body: { timezone: 'Asia/Tokyo', weekly: { thursday: hours } },
+    });
+    expect(moved.status).toBe(200);
+    // 10:00 in Tokyo on 3 December is 01:00Z, 02:00 in Berlin.
+    const later = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.body[0].groupId,
+    });
+    expect(later.status).toBe(200);
+    expect(later.body[0]).toMatchObject({
+      slot: '2026-12-03T10:00:00',
+      startsAt: '2026-12-03T01:00:00.000Z',
+    });
+    expect((await act(coach.token, later.body[0].id, 'approve')).body.state).toBe('approved');
+    const outbox = path.join(t.config.dataDir, 'outbox');
+    const approvals = await eventually(
+      async () =>
+        fs
+          .readdirSync(outbox)
+          .map((f) => fs.readFileSync(path.join(outbox, f), 'utf8').replace(/=\r?\n/g, ''))
+          .filter(
+            (c) => c.includes(`To: ${client.id.slice(0, 8)}@`) && c.includes('X-Coaching-Template: approve'),
+          ),
+      (l) => l.length > 0,
+    );
+    expect(approvals).toHaveLength(1);
+    expect(approvals[0]).toContain('2026-12-03 02:00 (Europe/Berlin)');
+    expect(approvals[0]).not.toContain('2026-12-03 10:00 (Europe/Berlin)');
+  });
+});
