@@ -74,6 +74,15 @@ function decideUpdate(
     ),
   ) as Partial<ServiceFields>;
   if (Object.keys(changes).length === 0) return right([]);
+  // A service made a group one says how many it seats, as on create: left at its one seat, no second client
+  // could ever join the group the coach meant to open.
+  if (changes.groupSession === true && command.changes.maxGroupSize === undefined)
+    return left({
+      code: 'validation',
+      message: 'maxGroupSize is required when a service becomes a group session',
+      locs: [['body', 'maxGroupSize']],
+      type: 'missing',
+    });
   const err =
     groupRule({ ...s, ...changes }) ??
     // Checked when the price or its currency changes: other edits of a service stored before the rule stay possible.

@@ -269,6 +269,23 @@ describe('services: create, edit, approve, reject, read', () => {
     expect(unknown.status).toBe(404);
   });
 
+  it('needs maxGroupSize when an edit makes a service a group one (422 missing), as create does', async () => {
+    const coach = await newCoach();
+    const id = await newService(coach);
+    const edit = (body: Record<string, unknown>) =>
+      t.request('PUT', `/api/v1/coach/services/${id}`, { token: coach.token, body });
+    const bare = await edit({ groupSession: true });
+    expect(bare.status).toBe(422);
+    expect(bare.body.detail).toEqual([
+      expect.objectContaining({ loc: ['body', 'maxGroupSize'], type: 'missing' }),
+    ]);
+    expect((await t.request('GET', `/api/v1/service/${id}`)).body.groupSession).toBe(false);
+    expect((await edit({ groupSession: true, maxGroupSize: 6 })).body).toMatchObject({
+      groupSession: true,
+      maxGroupSize: 6,
+    });
+  });
+
   it('rejects, refuses approval of a rejected service (409), and resubmits it on edit', async () => {
     const coach = await newCoach();
     const id = await newService(coach, {}, false);

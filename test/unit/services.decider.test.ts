@@ -70,6 +70,20 @@ describe('service decider', () => {
     expect(eventsOf(when([created], update({ groupSession: true, maxGroupSize: 3 })))).toHaveLength(1);
   });
 
+  it('needs maxGroupSize when an edit makes a one-to-one service a group one, as create does', () => {
+    const result = when([created], update({ groupSession: true }));
+    expect(isLeft(result) && result.left).toMatchObject({
+      code: 'validation',
+      locs: [['body', 'maxGroupSize']],
+      type: 'missing',
+    });
+    // Sent with it (even as 1), or on a service that already is a group one, the edit passes.
+    expect(eventsOf(when([created], update({ groupSession: true, maxGroupSize: 1 })))).toHaveLength(1);
+    const group = when([created], update({ groupSession: true, maxGroupSize: 4 }));
+    const asGroup = [created, ...(eventsOf(group) ?? [])];
+    expect(eventsOf(when(asGroup, update({ groupSession: true, name: 'Group tennis' })))).toHaveLength(1);
+  });
+
   it("refuses a price finer than its currency's minor unit; other edits of such a stored price pass", () => {
     const create = (over: Partial<ServiceFields>) =>
       when([], { type: 'CreateService', serviceId, coachId, fields: { ...fields, ...over }, now });
