@@ -30,11 +30,18 @@ import { clientPackages, clientPackagesUntil } from './packages';
 import { ReadCache, fillHole, holedJson, type HoledJson } from '../src/readModels/readCache';
 import { EVERYTHING, ensureScopes, readTokens, userScope } from '../src/readModels/readVersions';
 
-/** A coordinate in the query string (text), within bounds. */
+/**
+ * A coordinate in the query string (text), within bounds: a decimal number as JavaScript prints one, so any
+ * `position` a booking takes is also taken here (52.52000659999999 from a map, 17 digits; 1e-7 near 0).
+ */
 const coordinate = (name: string, bound: number) =>
   refine(
     t.string,
-    (s) => /^-?\d{1,3}(\.\d{1,12})?$/.test(s) && Math.abs(Number(s)) <= bound,
+    (s) =>
+      s.length <= 40 &&
+      /^-?\d{1,3}(\.\d+)?(e-\d{1,3})?$/i.test(s) &&
+      Number.isFinite(Number(s)) &&
+      Math.abs(Number(s)) <= bound,
     name,
     `Input should be a ${name} from -${bound} to ${bound}`,
   );

@@ -237,9 +237,31 @@ describe('travel time (minutesTravel)', () => {
     expect((await t.request('GET', `${url}?lat=52.5`)).status).toBe(422);
     expect((await t.request('GET', `${url}?lat=95&lng=13`)).status).toBe(422);
     expect((await t.request('GET', `${url}?lat=x&lng=13`)).status).toBe(422);
+    for (const bad of ['1e400', '52.5.5', '+52.5', '52,5', '0x10', `52.${'5'.repeat(40)}`, 'Infinity'])
+      expect([bad, (await t.request('GET', `${url}?lat=${bad}&lng=13`)).status]).toEqual([bad, 422]);
     const notCoach = await t.request('GET', `${url}?address_id=${randomUUID()}`);
     expect(notCoach.status).toBe(404);
     expect(notCoach.body.error).toBe('address_not_found');
+  });
+
+  it('availability takes a position as a client prints it: full precision, or an exponent near 0', async () => {
+    const { serviceId } = await coachWithPlaces();
+    // Where a map's centre lands: 14 and more decimals (JavaScript prints up to 17 significant digits).
+    const position = { lat: 52.39060065999999, lng: 13.064500000000002 };
+    const res = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02&lat=${position.lat}&lng=${position.lng}`,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.minutesTravel).toBe(75); // Potsdam, as the booking computes it
+    const booked = await book((await m.client()).token, serviceId, {
+      slots: [res.body.slots[0].slot],
+      position,
+    });
+    expect(booked.status).toBe(200);
+    expect(booked.body[0].minutesTravel).toBe(75);
+    const nearZero = await t.request('GET', `/api/v1/service/${serviceId}/availability?lat=1e-7&lng=-2.5e-8`);
+    expect(nearZero.status).toBe(200);
   });
 });
 
