@@ -25,6 +25,11 @@ SELECT f();`;
     expect(splitStatements("INSERT INTO t VALUES ('a;b');")).toEqual(["INSERT INTO t VALUES ('a;b')"]);
   });
 
+  it('gives every migration its own version (a repeated one would be taken for applied and skipped)', () => {
+    const versions = migrations.map((m) => m.version);
+    expect(versions.filter((v, i) => versions.indexOf(v) !== i)).toEqual([]);
+  });
+
   it('gives every released migration the statements it had before, function bodies whole', () => {
     for (const m of migrations) {
       const parts = splitStatements(m.sql);
