@@ -21,7 +21,11 @@ const INSERT_SESSION = `INSERT INTO sessions (id, group_id, coach_id, client_id,
  VALUES ($1, $2, $3, $4, $5, $6, 'new',
    -- a package's later sessions share its payment, which may have moved on already
    COALESCE((SELECT payment_state FROM sessions WHERE payment_id = $6 LIMIT 1), 'awaiting'),
-   $7, $8, $9, $10, $11::jsonb, $12, $12)
+   $7, $8, $9,
+   -- the zone of the booking's dates (expirationDate, paymentExpirationAt): a package's later sessions keep
+   -- the package's, also when booked after the coach changed the schedule's zone
+   COALESCE((SELECT timezone FROM sessions WHERE group_id = $2 LIMIT 1), $10),
+   $11::jsonb, $12, $12)
  ON CONFLICT (id) DO NOTHING`;
 const INSERT_SESSION_BUMPED = bumped(INSERT_SESSION, 'sessions');
 const SET_STATE = bumpedRows(

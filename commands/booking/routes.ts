@@ -84,6 +84,8 @@ export function bookingCommands(deps: AppDeps): Router {
     const paymentState = paymentRead.state.payment?.status ?? 'awaiting';
     return {
       groupId,
+      /** The zone the package was booked in: its dates (expirationDate) are shown in it. */
+      timezone: b.timezone,
       paymentState,
       paymentOpen: !['canceled', 'deleted', 'refund'].includes(paymentState),
       paymentUnpaid: UNPAID_STATUSES.includes(paymentState),
@@ -244,9 +246,9 @@ export function bookingCommands(deps: AppDeps): Router {
           });
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, BOOKING_READ_MODELS);
     // The reply is the stored hold, as the client's later reads will show it (a package's later sessions
-    // show its payment as it is, and its booking time).
+    // show its payment as it is, its booking time, and its dates in its zone).
     return sessionRecordsOfHold(reserved)
-      .map((r) => (pkg ? { ...r, paymentState: pkg.paymentState } : r))
+      .map((r) => (pkg ? { ...r, paymentState: pkg.paymentState, timezone: pkg.timezone } : r))
       .map(toSessionOut);
   };
 

@@ -165,4 +165,43 @@ describe("a package's session booked after the coach changed the schedule's zone
     expect(approvals[0]).toContain('2026-12-03 02:00 (Europe/Berlin)');
     expect(approvals[0]).not.toContain('2026-12-03 10:00 (Europe/Berlin)');
   });
+
+  it("shows the package's expirationDate in the zone it was booked in, as it is enforced", async () => {
+    clock.set('2026-12-01T21:30:00Z'); // 22:30 in Berlin, already 06:30 on 2 December in Tokyo
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 3 });
+    const client = await m.client();
+    const first = await book(client.token, serviceId, { slots: [SLOT] });
+    expect(first.body[0].expirationDate).toBe('04/12/2026'); // 1 December + 3 days, Berlin
+    const hours = [{ start: '09:00', end: '17:00' }];
+    await t.request('PUT', '/api/v1/coach/schedule', {
+      token: coach.token,
+      body: { timezone: 'Asia/Tokyo', weekly: { thursday: hours } },
+    });
+    const later = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.body[0].groupId,
+    });
+    expect(later.status).toBe(200);
+    expect(later.body[0].expirationDate).toBe('04/12/2026');
+    const read = await eventually(
+      () => t.request('GET', `/api/v1/session/${later.body[0].id}`, { token: client.token }),
+      (r) => r.status === 200,
+    );
+    expect(read.body.expirationDate).toBe('04/12/2026');
+    expect(read.body.paymentExpirationAt).toBe(first.body[0].paymentExpirationAt);
+    const packages = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-03&to_date=2026-12-03`,
+      { token: client.token },
+    );
+    expect(packages.body.packages).toEqual([
+      expect.objectContaining({ expirationDate: '04/12/2026', remainingSessions: 1 }),
+    ]);
+    const listed = await t.request('GET', `/api/v1/sessions?as=client`, { token: client.token });
+    expect(listed.body.map((x: { expirationDate: string }) => x.expirationDate)).toEqual([
+      '04/12/2026',
+      '04/12/2026',
+    ]);
+  });
 });
