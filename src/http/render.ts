@@ -1,4 +1,5 @@
 import { EventStoreUnavailableError } from '../eventstore/types';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { HttpError, ValidationError } from './errors';
 
 export interface Rendered {
@@ -61,6 +62,16 @@ export function renderError(err: unknown): Rendered {
         ? 'the body is not valid JSON'
         : (e.message ?? error);
     return { status, body: { error, message, code: status }, expected: true };
+  }
+  // A server it depends on away for a moment (the database restarting or failing over, file storage
+  // unreachable): as for the event store, 503 to retry shortly. Before, a 500 "an unexpected error occurred".
+  if (isDatabaseUnavailable(err)) {
+    const body = {
+      error: 'service_unavailable',
+      message: 'the database (or file storage) is not answering; retry shortly',
+      code: 503,
+    };
+    return { status: 503, body, expected: true, retryable: true };
   }
   return {
     status: 500,

@@ -98,14 +98,15 @@ const ERROR_TEXT: Record<number, string> = {
   416: 'The byte range asked for starts at or past the end of the file (`range_not_satisfiable`; `Content-Range: bytes */<size>`)',
   422: 'Invalid input: `{detail: [{loc, msg, type}]}`, or a refused value as ErrorResponse',
   500: 'Unexpected error (never with a stack trace)',
-  503: 'Degraded: a dependency or a projection is down, or the event store is not answering (`service_unavailable`: retry shortly)',
+  503: 'Degraded: a dependency or a projection is down, or the event store or the database is not answering (`service_unavailable`: retry shortly)',
 };
 
 /** Error statuses a route can answer, from what every route of its kind can meet. */
 export function errorStatuses(route: RouterRoute, doc: RouteDoc): number[] {
   const writes = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(route.method);
   // 400, 408 and 431 may come from the HTTP server itself, before any route (src/main.ts timeouts, limits).
-  // 503 from any route that reads or writes events while the event store does not answer (retry shortly).
+  // 503 from any route that reads or writes events or read models while the event store or the database does
+  // not answer (retry shortly).
   const statuses = new Set([400, 401, 404, 408, 422, 431, 500, 503, ...(doc.extraStatuses ?? [])]);
   if (route.roles !== null) statuses.add(403);
   if (writes) [409, 413, 415].forEach((s) => statuses.add(s));
