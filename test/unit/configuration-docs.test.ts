@@ -64,3 +64,23 @@ describe('configuration documentation', () => {
     expect(ignored).toContain('.env');
   });
 });
+
+describe('docker-compose.yml', () => {
+  const compose = read('docker-compose.yml');
+  const app = compose.slice(compose.indexOf('\n  app:'), compose.indexOf('\nvolumes:'));
+
+  it('gives the app longer to stop than its own grace for requests in flight (else SIGKILL mid-shutdown)', () => {
+    // src/main.ts waits SHUTDOWN_GRACE_MS for the requests being served, then stops the projections and gives
+    // its leases up; Docker's default stop timeout (10 s) would kill it before that last step.
+    const grace = Number(/SHUTDOWN_GRACE_MS = ([\d_]+)/.exec(read('src/main.ts'))![1]!.replace(/_/g, ''));
+    const stop = /^\s+stop_grace_period: (\d+)s$/m.exec(app)?.[1];
+    expect(Number(stop ?? 10) * 1000).toBeGreaterThanOrEqual(grace + 5000);
+  });
+
+  it('sets only variables the service reads', () => {
+    const env = app.slice(app.indexOf('environment:'), app.indexOf('ports:'));
+    const names = [...env.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
+    expect(names.length).toBeGreaterThan(5);
+    expect(names.filter((n) => !variablesRead().includes(n))).toEqual([]);
+  });
+});
