@@ -37,28 +37,39 @@ export function createPaymentExpirySweeper(
   const sweepOnce = async (): Promise<number> => {
     if (!owner()) return 0;
     const now = deps.clock().toISOString();
-    const due = await deps.db.query<{ id: string }>(
-      `SELECT payment_id AS id FROM payment_expiry_due WHERE expires_at <= $1 AND NOT in_flight
-       ORDER BY expires_at LIMIT $2`,
-      [now, batchSize],
-    );
     let expired = 0;
-    for (const { id } of due.rows) {
-      if (!owner()) break;
-      const metadata: EventMetadata = { actor: SYSTEM_ACTOR, correlationId: `expiry-${id}` };
-      try {
-        const outcome = await handleCommand(
-          deps.store,
-          paymentStream(id),
-          paymentDecider,
-          { type: 'ExpirePayment', paymentId: id, now },
-          metadata,
-        );
-        if (outcome.ok && outcome.events.length) expired++;
-      } catch (err) {
-        // One payment's trouble must not hold back the others; it is retried on the next sweep.
-        deps.log.error('payment expiry failed', { paymentId: id, error: String(err) });
+    // Page after page (a cursor on the deadline): a row the decider expires nothing for (a payment the log
+    // reads as received, a free booking's stored by an older release before a rebuild, or one that failed)
+    // stays in the table, and a first page full of such rows must not hold every later deadline back.
+    let after: { at: string; id: string } | null = null;
+    for (;;) {
+      // The deadline goes back as PostgreSQL printed it: exact to the microsecond, unlike a Date.
+      const due: { rows: { id: string; at: string }[] } = await deps.db.query<{ id: string; at: string }>(
+        `SELECT payment_id AS id, expires_at::text AS at FROM payment_expiry_due
+         WHERE expires_at <= $1 AND NOT in_flight
+           AND ($3::timestamptz IS NULL OR (expires_at, payment_id) > ($3::timestamptz, $4::uuid))
+         ORDER BY expires_at, payment_id LIMIT $2`,
+        [now, batchSize, after?.at ?? null, after?.id ?? null],
+      );
+      for (const { id } of due.rows) {
+        if (!owner()) return expired;
+        const metadata: EventMetadata = { actor: SYSTEM_ACTOR, correlationId: `expiry-${id}` };
+        try {
+          const outcome = await handleCommand(
+            deps.store,
+            paymentStream(id),
+            paymentDecider,
+            { type: 'ExpirePayment', paymentId: id, now },
+            metadata,
+          );
+          if (outcome.ok && outcome.events.length) expired++;
+        } catch (err) {
+          deps.log.error('payment expiry failed', { paymentId: id, error: String(err) });
+        }
       }
+      const last = due.rows[due.rows.length - 1];
+      if (due.rows.length < batchSize || !last || stopped) break;
+      after = { at: last.at, id: last.id };
     }
     return expired;
   };

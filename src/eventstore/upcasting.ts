@@ -41,8 +41,23 @@ export function createUpcasterRegistry(upcasters: Upcaster[]): UpcasterRegistry 
   };
 }
 
-/** The upcasters of the service: empty until an event's shape changes (docs/architecture.md says how). */
-export const UPCASTERS: Upcaster[] = [];
+/**
+ * PaymentCreated v1 to v2: until free services (price 0) had their payments created `received`, a free
+ * booking's payment was created `awaiting` with a deadline, and canceled as unpaid when it passed. Read as
+ * v2, such a payment stored before is `received` too: it is not expired, refunds nothing when its booking
+ * is canceled, and shows received (run `npm run rebuild` after deploying so read models show it so).
+ */
+const freePaymentReceived: Upcaster = {
+  type: 'PaymentCreated',
+  from: 1,
+  up: (data) => {
+    const d = data as { price: number; status: string };
+    return { data: d.price <= 0 && d.status === 'awaiting' ? { ...d, status: 'received' } : d };
+  },
+};
+
+/** The upcasters of the service (docs/architecture.md says how to add one). */
+export const UPCASTERS: Upcaster[] = [freePaymentReceived];
 
 /** The port with versioning: writes stamp the current version, reads upcast. */
 export function withUpcasting(store: EventStore, registry: UpcasterRegistry): EventStore {
