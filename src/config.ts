@@ -218,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: positiveInt(env, 'HEADERS_TIMEOUT_MS', 10_000),
       requestTimeoutMs: positiveInt(env, 'REQUEST_TIMEOUT_MS', 300_000),
       bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
+      responseIdleTimeoutMs: positiveInt(env, 'RESPONSE_IDLE_TIMEOUT_MS', 60_000),
     },
     mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', DEFAULT_MAIL_LEASE_MS),
     mailRetryIntervalMs: positiveInt(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),

@@ -9,12 +9,18 @@ export interface ServerTimeouts {
   requestTimeoutMs: number;
   /** Longest silence while a request body is still arriving (a body shorter than its Content-Length); 408. */
   bodyIdleTimeoutMs: number;
+  /**
+   * Longest time a response being sent may wait for the client to take any of it; the connection is then
+   * closed (0: never). A slow handler is not cut by it: only bytes waiting for the client count.
+   */
+  responseIdleTimeoutMs: number;
 }
 
 export const DEFAULT_TIMEOUTS: ServerTimeouts = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 300_000,
   bodyIdleTimeoutMs: 10_000,
+  responseIdleTimeoutMs: 60_000,
 };
 
 /** The documented error body, written straight to a socket Node's HTTP parser gave up on. */
@@ -60,6 +66,15 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
       keepAliveTimeout: 65_000,
     },
     (req, res) => {
+      const socket = req.socket;
+      // Once the request is in, the socket's timeout watches the response: a client that stops reading a
+      // response larger than the socket's buffers (an asset, the audit export) held its connection and the
+      // response's buffers for ever (the keep-alive timeout starts only once a response is all sent). When
+      // it fires with nothing waiting to be sent, the handler is merely slow: the next write re-arms it.
+      const watchResponse = () => socket.setTimeout(timeouts.responseIdleTimeoutMs);
+      res.on('timeout', () => {
+        if (req.complete && (socket.writableLength > 0 || res.writableNeedDrain)) socket.destroy();
+      });
       if (timeouts.bodyIdleTimeoutMs > 0 && req.method !== 'GET' && req.method !== 'HEAD') {
         // A body shorter than its Content-Length would otherwise hold the request until the client gives up.
         req.setTimeout(timeouts.bodyIdleTimeoutMs, () => {
@@ -79,11 +94,10 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
           } else req.socket.destroy();
         });
         // The socket timeout set above is meant for the body only: once the body is in, a slow handler must
-        // not lose its socket (without a listener on the response Node would destroy it), and Node sets the
-        // keep-alive timeout itself when the response is done.
-        req.once('end', () => req.socket.setTimeout(0));
-        res.on('timeout', () => undefined);
-      }
+        // not lose its socket (the response's listener above keeps Node from destroying it), and Node sets
+        // the keep-alive timeout itself when the response is done.
+        req.once('end', watchResponse);
+      } else watchResponse();
       void callback(req, res);
     },
   );

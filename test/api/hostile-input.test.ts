@@ -1,7 +1,10 @@
-import net from 'node:net';
+import net, { type AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { ConfigError, loadConfig } from '../../src/config';
+import { DEFAULT_TIMEOUTS, createHttpServer } from '../../src/http/server';
 import { marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -96,6 +99,66 @@ describe('transport', () => {
     const req = `GET /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
     const { text } = await raw([req, req], { holdOpenMs: 1500 });
     expect(text.match(/HTTP\/1\.1 200 OK/g)).toHaveLength(2);
+  });
+});
+
+describe('responses to clients that stop reading', () => {
+  // A server of its own with a short response timeout: an endless body (more than any socket buffer holds,
+  // as an asset or the audit export is for a client whose window is shut) and a handler slower than it.
+  const app = new Koa();
+  app.use(async (ctx) => {
+    if (ctx.path === '/slow') {
+      await new Promise((r) => setTimeout(r, 2500));
+      ctx.body = { ok: true };
+      return;
+    }
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    ctx.body = new Readable({
+      read() {
+        this.push(chunk);
+      },
+    });
+  });
+  const server = createHttpServer(app, { ...DEFAULT_TIMEOUTS, responseIdleTimeoutMs: 1000 });
+  let port = 0;
+  beforeAll(async () => {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('closes the connection of a client that takes nothing of a response for RESPONSE_IDLE_TIMEOUT_MS', async () => {
+    const started = Date.now();
+    // Measured at the server: a client that reads nothing does not see the close either.
+    const serverClosed = new Promise<number>((resolve) =>
+      server.once('connection', (s: net.Socket) => s.once('close', () => resolve(Date.now() - started))),
+    );
+    let received = 0;
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
+      // Takes the first bytes, then reads no more (its window stays shut).
+      socket.once('data', (d: Buffer) => {
+        received += d.length;
+        socket.pause();
+      });
+    });
+    socket.on('error', () => undefined);
+    const closedAfter = await Promise.race([
+      serverClosed,
+      new Promise<number>((r) => setTimeout(() => r(Infinity), 12_000)),
+    ]);
+    socket.destroy();
+    expect(received).toBeGreaterThan(0);
+    expect(closedAfter).toBeLessThan(10_000);
+  });
+
+  it('still answers a handler slower than the timeout (nothing was waiting for the client)', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/slow`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
   });
 });
 
