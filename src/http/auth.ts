@@ -32,12 +32,15 @@ export function jwtMiddleware(config: Config): Middleware {
     // An identity provider's key signs tokens for many services: only those meant for this one count.
     ...(issuer ? { issuer } : {}),
     ...(audience ? { audience } : {}),
+    // `nbf` is checked below, allowing for the issuer's clock running ahead of ours: a token issued a
+    // moment ago by such an issuer (nbf = iat, a second or two in our future) was refused with 401.
+    ...{ ignoreNotBefore: true },
   }) as unknown as Middleware;
   const { maxTtlSeconds } = config.jwt;
   // A token that never expires (or only in years) cannot be taken back once it leaks: it is refused, and
   // `principal` answers 401 naming why.
   const bounded: Middleware = async (ctx, next) => {
-    const claims = ctx.state.jwtClaims as { exp?: unknown } | undefined;
+    const claims = ctx.state.jwtClaims as { exp?: unknown; nbf?: unknown } | undefined;
     if (claims) {
       const now = Math.floor(Date.now() / 1000);
       if (typeof claims.exp !== 'number') {
@@ -46,6 +49,9 @@ export function jwtMiddleware(config: Config): Middleware {
       } else if (claims.exp > now + maxTtlSeconds + CLOCK_SKEW_SECONDS) {
         delete ctx.state.jwtClaims;
         ctx.state.jwtRefused = `the bearer token expires more than ${maxTtlSeconds} seconds from now`;
+      } else if (!validFrom(claims, now)) {
+        delete ctx.state.jwtClaims;
+        ctx.state.jwtRefused = 'the bearer token is not valid yet (nbf)';
       }
     }
     await next();
@@ -76,15 +82,25 @@ export function jwtMiddleware(config: Config): Middleware {
 /** Verified tokens remembered per process (the oldest forgotten first). */
 const VERIFIED_TOKENS = 5_000;
 
-/** jsonwebtoken's time checks, for a token whose signature was verified: not expired, already valid. */
+/** jsonwebtoken's expiry check, for a token whose signature was verified (`nbf` is `bounded`'s). */
 function stillValid(claims: Readonly<Record<string, unknown>>): boolean {
   const now = Math.floor(Date.now() / 1000);
-  const { exp, nbf } = claims;
-  return (typeof exp !== 'number' || now < exp) && (typeof nbf !== 'number' || nbf <= now);
+  const { exp } = claims;
+  return typeof exp !== 'number' || now < exp;
 }
 
 /** Allowance for the issuer's clock running ahead of ours. */
 const CLOCK_SKEW_SECONDS = 60;
+
+/**
+ * Valid from `nbf` on (a number, as jsonwebtoken requires), read on a clock up to CLOCK_SKEW_SECONDS behind
+ * the issuer's; a token without `nbf` is valid from its issue. Expiry gets no such allowance.
+ */
+function validFrom(claims: { nbf?: unknown }, now: number): boolean {
+  return (
+    claims.nbf === undefined || (typeof claims.nbf === 'number' && claims.nbf <= now + CLOCK_SKEW_SECONDS)
+  );
+}
 
 /**
  * One rule for every route, public reads included: no token is fine (a guard may still ask for one), but a

@@ -143,6 +143,26 @@ describe('a token verified before', () => {
     expect(res.body).toMatchObject({ error: 'unauthorized', code: 401 });
   });
 
+  it("is taken from its nbf on as read on a clock up to a minute behind the issuer's", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const tokenFrom = (nbf: unknown) =>
+      hs256({ sub: randomUUID(), roles: ['client'], iat: nbf, nbf, exp: now + 3600 }, t.config.jwt.secret!);
+    const answer = async (token: string) => {
+      const res = await t.request('GET', '/api/v1/nav/addreses', { token });
+      return res.status === 401 ? `401 ${res.body.message}` : res.status;
+    };
+    // Issued just now by an issuer whose clock runs a few seconds ahead: refused with 401 before.
+    expect(await answer(tokenFrom(now + 5))).toBe(200);
+    expect(await answer(tokenFrom(now + 50))).toBe(200);
+    // Not valid for minutes yet, or an nbf that is not a time: refused, also once seen (remembered).
+    for (const nbf of [now + 600, String(now)]) {
+      const token = tokenFrom(nbf);
+      expect(await answer(token)).toMatch(/^401 /);
+      expect(await answer(token)).toMatch(/^401 /);
+    }
+    expect(await answer(tokenFrom(now + 600))).toBe('401 the bearer token is not valid yet (nbf)');
+  });
+
   it('is another token when its text differs (a tampered signature is checked, not remembered)', async () => {
     const token = t.token(randomUUID(), ['client']);
     expect((await t.request('GET', '/api/v1/nav/addreses', { token })).status).toBe(200);
