@@ -29,6 +29,18 @@ const bookingCancelingMove = ({ events }: { events: RecordedEvent[] }) =>
     .map((e) => e.data as PaymentStatusChanged['data'])
     .find((m) => cancelsBooking(m.from, m.to)) ?? null;
 
+/** Statuses of a payment on which a package books no further session (the booking route's package_canceled). */
+const PACKAGE_CLOSED: PaymentStatus[] = ['canceled', 'deleted', 'refund'];
+
+/** A payment stream's status now (null while not created). */
+const statusOf = ({ events }: { events: RecordedEvent[] }): PaymentStatus | null => {
+  let status: PaymentStatus | null = null;
+  for (const e of events)
+    if (e.type === 'PaymentCreated') status = (e.data as { status: PaymentStatus }).status;
+    else if (e.type === 'PaymentStatusChanged') status = (e.data as PaymentStatusChanged['data']).to;
+  return status;
+};
+
 /**
  * Process manager of bookings. Every step is idempotent (streams created only if absent, releases and
  * cancellations decide nothing when already done), so a replay or a crash between steps heals:
@@ -50,13 +62,22 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
   const anySessionLeft = (b: Booking) =>
     [...b.sessions.values()].some((x) => x.state !== 'declined' && x.state !== 'canceled');
 
-  /** The booking's open sessions canceled for its payment's move (nothing to do without a booking). */
-  const cancelGroup = async (groupId: string, to: PaymentStatus, metadata: EventMetadata, now: string) => {
+  /**
+   * The booking's open sessions (or only `sessionIds` of them) canceled for its payment's move (nothing to do
+   * without a booking).
+   */
+  const cancelGroup = async (
+    groupId: string,
+    to: PaymentStatus,
+    metadata: EventMetadata,
+    now: string,
+    sessionIds?: string[],
+  ) => {
     const outcome = await handleCommand(
       store,
       bookingStream(groupId),
       booking,
-      { type: 'CancelGroup', reason: `payment_${to}`, now },
+      { type: 'CancelGroup', reason: `payment_${to}`, now, ...(sessionIds ? { sessionIds } : {}) },
       metadata,
       50,
     );
@@ -97,10 +118,25 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
           // package ran before they joined it, so they go now, or they would stay held with nothing to
           // pay or release them.
           if (event.data.packageTopUp) {
-            const closed = bookingCancelingMove(
-              await store.readStream(paymentStream(event.data.terms.paymentId)),
-            );
-            if (closed) await cancelGroup(event.data.groupId, closed.to, metadata, now);
+            const payment = await store.readStream(paymentStream(event.data.terms.paymentId));
+            const closed = bookingCancelingMove(payment);
+            if (closed) {
+              await cancelGroup(event.data.groupId, closed.to, metadata, now);
+              return;
+            }
+            // Refunded (every session was gone, or the provider paid it back) or deleted after delivery: the
+            // package books nothing more (package_canceled), so sessions held in that window go too, or the
+            // client would have them with the money given back. Only these: the payment's own move chose
+            // what became of the others.
+            const status = statusOf(payment);
+            if (status && PACKAGE_CLOSED.includes(status))
+              await cancelGroup(
+                event.data.groupId,
+                status,
+                metadata,
+                now,
+                event.data.sessions.map((x) => x.sessionId),
+              );
           }
           return;
         case 'SessionDeclined':

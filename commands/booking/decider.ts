@@ -43,7 +43,8 @@ export type BookingCommand =
   | { type: 'Approve'; sessionId: string; by: By; now: string }
   | { type: 'Decline'; sessionId: string; by: By; reason: string; now: string }
   | { type: 'Cancel'; sessionId: string; by: By; reason: string; now: string }
-  | { type: 'CancelGroup'; reason: string; now: string }
+  /** The system cancels the booking's open sessions (only `sessionIds` of them, when given). */
+  | { type: 'CancelGroup'; reason: string; now: string; sessionIds?: string[] }
   | { type: 'Complete'; sessionId: string; by: By; now: string }
   | { type: 'Dispute'; sessionId: string; by: By; reason: string; now: string }
   | { type: 'Review'; sessionId: string; by: By; rating: number; comment: string; now: string };
@@ -144,7 +145,10 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
     });
 
     if (command.type === 'CancelGroup') {
-      const open = [...state.sessions].filter(([, s]) => s.state === 'new' || s.state === 'approved');
+      const only = command.sessionIds ? new Set(command.sessionIds) : null;
+      const open = [...state.sessions].filter(
+        ([id, s]) => (s.state === 'new' || s.state === 'approved') && (!only || only.has(id)),
+      );
       return right(
         open.map(
           ([id]) =>

@@ -18,6 +18,7 @@ const when = (f: EmailFacts) =>
 const SYSTEM_REASONS: Readonly<Record<string, string>> = {
   payment_canceled: 'the payment was canceled or not made in time',
   payment_deleted: 'the payment was withdrawn',
+  payment_refund: 'the payment was refunded',
 };
 // Own keys only: a person's reason such as "constructor" must not find what every object inherits.
 const reasonLine = (reason: string) =>

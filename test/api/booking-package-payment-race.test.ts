@@ -111,9 +111,11 @@ describe('a package session held after its payment was canceled (the EventStoreD
     });
     expect(cancel.status).toBe(200);
     const store = t.system.deps.store;
+    // Its session canceled and its slot released (the last write the cancel makes on the calendar, which the
+    // hold below is appended after).
     await eventually(
-      async () => (await store.readStream(`booking-${groupId}`)).events.map((e) => e.type),
-      (types) => types.includes('SessionCanceled'),
+      async () => (await store.readStream(`calendar-${coach.id}`)).events.map((e) => e.type),
+      (types) => types.includes('SlotsReleased'),
     );
 
     // The top-up's hold as the route writes it when the payment was read open just before the cancel.
@@ -152,5 +154,85 @@ describe('a package session held after its payment was canceled (the EventStoreD
       (es) => es.some((e) => e.type === 'SlotsReleased' && JSON.stringify(e.data).includes(sessionId)),
       5000,
     );
+  });
+
+  it('is canceled too when the payment was refunded (every session gone), and only it', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30 });
+    const client = await m.client();
+    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T10:00:00'] },
+    });
+    expect(first.status).toBe(200);
+    const { groupId, paymentId, id } = first.body[0];
+    for (const status of ['checkout', 'received'])
+      expect(
+        (
+          await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+            token: m.service(),
+            body: { status },
+          })
+        ).status,
+      ).toBe(200);
+    // The client cancels the package's one booked session: the money goes back.
+    const canceled = await t.request('POST', `/api/v1/session/${id}/cancel`, { token: client.token });
+    expect(canceled.body.state).toBe('canceled');
+    const store = t.system.deps.store;
+    await eventually(
+      async () => (await store.readStream(`payment-${paymentId}`)).events.map((e) => e.data),
+      (moves) => moves.some((d) => (d as { to?: string }).to === 'refund'),
+    );
+    await eventually(
+      async () => (await store.readStream(`calendar-${coach.id}`)).events.map((e) => e.type),
+      (types) => types.includes('SlotsReleased'),
+    );
+
+    // A later session whose request read the payment received just before the refund (EventStoreDB).
+    const calendar = `calendar-${coach.id}`;
+    const { events, revision } = await store.readStream(calendar);
+    const pkg = events.find((e) => e.type === 'SlotsReserved')!.data as SlotsReserved['data'];
+    const sessionId = randomUUID();
+    const topUp: SlotsReserved['data'] = {
+      ...pkg,
+      sessions: [
+        {
+          sessionId,
+          startsAt: '2026-12-04T09:00:00.000Z',
+          endsAt: '2026-12-04T10:00:00.000Z',
+          slot: '2026-12-04T10:00:00',
+        },
+      ],
+      reservedAt: NOW.toISOString(),
+      packageTopUp: { bookedAt: pkg.reservedAt },
+    };
+    await store.append(calendar, [{ type: 'SlotsReserved', data: topUp }], { expectedRevision: revision });
+
+    const booked = await eventually(
+      async () => (await store.readStream(`booking-${groupId}`)).events,
+      (es) =>
+        es.some(
+          (e) => e.type === 'SessionCanceled' && (e.data as { sessionId: string }).sessionId === sessionId,
+        ),
+      5000,
+    );
+    expect(
+      booked
+        .filter((e) => e.type === 'SessionCanceled')
+        .map((e) => [(e.data as { by: string }).by, (e.data as { reason: string }).reason]),
+    ).toEqual([
+      ['client', ''],
+      ['system', 'payment_refund'],
+    ]);
+    await eventually(
+      async () => (await store.readStream(calendar)).events,
+      (es) => es.some((e) => e.type === 'SlotsReleased' && JSON.stringify(e.data).includes(sessionId)),
+      5000,
+    );
+    // Refunded once: the top-up's cancel settles nothing again.
+    const moves = (await store.readStream(`payment-${paymentId}`)).events
+      .filter((e) => e.type === 'PaymentStatusChanged')
+      .map((e) => (e.data as { to: string }).to);
+    expect(moves).toEqual(['checkout', 'received', 'refund']);
   });
 });
