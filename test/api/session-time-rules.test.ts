@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { SlotsReserved } from '../../commands/calendar/events';
 import { eventually } from '../support/marketplace';
 import { type TestSystem } from '../support/system';
 import { apiSuite, type Marketplace } from '../support/apiSuite';
@@ -203,5 +205,66 @@ describe("a package's session booked after the coach changed the schedule's zone
       '04/12/2026',
       '04/12/2026',
     ]);
+  });
+});
+
+describe("a package's later session whose booking request died after its hold", () => {
+  it('is joined to the package by the booking process, found by its client, and can be canceled', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90 });
+    const client = await m.client();
+    const first = await book(client.token, serviceId, { slots: [SLOT] });
+    expect(first.status).toBe(200);
+    const { groupId, paymentId } = first.body[0];
+    const store = t.system.deps.store;
+    const calendar = `calendar-${coach.id}`;
+    const { events, revision } = await store.readStream(calendar);
+    const pkg = events.find((e) => e.type === 'SlotsReserved')!.data as SlotsReserved['data'];
+    const sessionId = randomUUID();
+    // Exactly the hold the route appends for a later session; the request then "crashes".
+    await store.append(
+      calendar,
+      [
+        {
+          type: 'SlotsReserved',
+          data: {
+            ...pkg,
+            sessions: [
+              {
+                sessionId,
+                startsAt: '2026-12-03T09:00:00.000Z',
+                endsAt: '2026-12-03T10:00:00.000Z',
+                slot: '2026-12-03T10:00:00',
+              },
+            ],
+            reservedAt: clock.now.toISOString(),
+            packageTopUp: { bookedAt: pkg.reservedAt },
+          },
+        },
+      ],
+      { expectedRevision: revision },
+    );
+    const read = await eventually(
+      () => t.request('GET', `/api/v1/session/${sessionId}`, { token: client.token }),
+      (r) => r.status === 200,
+    );
+    expect(read.body).toMatchObject({ groupId, paymentId, state: 'new', slot: '2026-12-03T10:00:00' });
+    const booked = (await store.readStream(`booking-${groupId}`)).events.filter(
+      (e) => e.type === 'SessionsBooked',
+    );
+    expect(booked).toHaveLength(2);
+    expect((await store.readStream(`payment-${paymentId}`)).events).toHaveLength(1); // no new payment
+    expect(await seatsAt(serviceId, '2026-12-03T10:00:00')).toBe(0);
+    // Its client finds it (the client's list was healed too) and cancels it: the slot comes back, and the
+    // package keeps its payment (its first session remains).
+    const canceled = await eventually(
+      () => act(client.token, sessionId, 'cancel'),
+      (r) => r.status === 200,
+    );
+    expect(canceled.body.state).toBe('canceled');
+    expect(await seatsAt(serviceId, '2026-12-03T10:00:00')).toBe(1);
+    expect(
+      (await t.request('GET', `/api/v1/payment/${paymentId}`, { token: client.token })).body.status,
+    ).toBe('awaiting');
   });
 });
