@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { ConfigError, loadConfig, DEV_JWT_SECRET } from './config';
+import { EmbeddedDatabaseInUseError } from './db/pglite';
 import { createHttpServer } from './http/server';
 import { createSystem } from './system';
 import { log } from './log';
@@ -61,7 +62,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  if (err instanceof ConfigError) log.error('refusing to start', { error: err.message });
+  if (err instanceof ConfigError || err instanceof EmbeddedDatabaseInUseError)
+    log.error('refusing to start', { error: err.message });
   else log.error('failed to start', { error: err instanceof Error ? err.stack : String(err) });
   process.exit(1);
 });

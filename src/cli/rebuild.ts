@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
+import { EmbeddedDatabaseInUseError } from '../db/pglite';
 import { openDatabase, openEventStore } from '../system';
 import { UPCASTERS, createUpcasterRegistry, withUpcasting } from '../eventstore/upcasting';
 import { createLogger } from '../log';
@@ -69,6 +70,7 @@ async function main() {
 }
 
 main().catch((err) => {
-  console.error(err instanceof RebuildError ? `rebuild: ${err.message}` : err);
-  process.exitCode = err instanceof RebuildBusyError ? 3 : 2;
+  const told = err instanceof RebuildError || err instanceof EmbeddedDatabaseInUseError;
+  console.error(told ? `rebuild: ${err.message}` : err);
+  process.exitCode = err instanceof RebuildBusyError || err instanceof EmbeddedDatabaseInUseError ? 3 : 2;
 });

@@ -167,7 +167,11 @@ export function printSummary(result: SeedResult, out: (line: string) => void = c
   }
   out(`Services (${result.createdServices} created by this run):`);
   for (const s of result.services) {
-    const kind = s.groupSession ? 'group' : `${s.numberOfSessions} sessions`;
+    const kind = s.groupSession
+      ? 'group'
+      : s.numberOfSessions === 1
+        ? 'one session'
+        : `${s.numberOfSessions} sessions`;
     out(`  ${s.id}  ${s.name} (${kind}, ${s.status}), coach ${s.coachId}`);
   }
   out('Try:');
@@ -187,7 +191,9 @@ async function answers(baseUrl: string): Promise<boolean> {
 async function main() {
   if (fs.existsSync('.env')) process.loadEnvFile('.env');
   const config = loadConfig();
-  if (!config.jwt.secret) throw new Error('JWT_PUBLIC_KEY is set: the seed can only sign with JWT_SECRET');
+  // With JWT_PUBLIC_KEY the service takes RS256 tokens only, also with a JWT_SECRET beside it (for webhooks).
+  if (config.jwt.publicKey || !config.jwt.secret)
+    throw new Error('JWT_PUBLIC_KEY is set: the seed can only sign with JWT_SECRET');
   const sign: Signer = (userId, roles) => signToken(config, userId, roles, { expiresIn: DEMO_TOKEN_SECONDS });
   const url = (process.env.SEED_URL || `http://localhost:${config.port}`).replace(/\/+$/, '');
 

@@ -3,6 +3,11 @@ import os from 'node:os';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Database, Queryable, QueryResult } from './database';
 
+/** Another process holds the embedded database: an operator's situation, told in one line, not a crash. */
+export class EmbeddedDatabaseInUseError extends Error {
+  override name = 'EmbeddedDatabaseInUseError';
+}
+
 /** Data directories this process has open. */
 const openHere = new Set<string>();
 
@@ -43,7 +48,7 @@ export function lockDataDir(dataDir: string): () => void {
     // Our own pid in the file is a previous life of this process number (a restarted container's pid 1).
     const held = pid !== null && (!sameHost || (pid !== me.pid && alive(pid)));
     if (held)
-      throw new Error(
+      throw new EmbeddedDatabaseInUseError(
         `the embedded database ${dir} is in use by process ${pid} on ${String(holder.host)} ` +
           `(${file}); PGlite opens in one process at a time: stop that process, or go through it over HTTP`,
       );

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +38,35 @@ describe('the embedded database directory is locked to one process', () => {
       await again.close();
     }
   });
+
+  it('a rebuild beside a running holder says so in one line and exits 3 (busy), not with a stack trace', async () => {
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      fs.writeFileSync(
+        path.join(root, 'pglite.lock'),
+        JSON.stringify({ pid: other.pid, host: os.hostname() }),
+      );
+      const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: root, EVENTSTORE_URL: '', SMTP_URL: '' };
+      delete env.DATABASE_URL;
+      const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), [], {
+        execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+        env,
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      });
+      let err = '';
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(3);
+      expect(err.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          new RegExp(`^rebuild: the embedded database .* is in use by process ${other.pid} `),
+        ),
+      ]);
+    } finally {
+      other.kill('SIGKILL');
+      await new Promise((r) => other.once('exit', r));
+    }
+  }, 60_000);
 
   it('takes over a lock left by an earlier life of its own process number, or one that cannot be read', async () => {
     const dir = path.join(root, 'pglite');
