@@ -21,7 +21,9 @@ if (unknown.length) {
 // The .env the service reads (src/main.ts), so the token is signed with the secret the service checks.
 if (fs.existsSync('.env')) process.loadEnvFile('.env');
 const config = loadConfig();
-if (!config.jwt.secret) {
+// With JWT_PUBLIC_KEY the service takes RS256 tokens only: one signed with a JWT_SECRET kept beside it (for
+// webhook secrets) would be refused with 401.
+if (config.jwt.publicKey || !config.jwt.secret) {
   console.error('JWT_PUBLIC_KEY is set: sign tokens with your identity provider instead');
   process.exit(2);
 }

@@ -171,6 +171,10 @@ export function signToken(
   roles: Role[],
   opts: { expiresIn?: number; privateKey?: string } = {},
 ): string {
+  // With JWT_PUBLIC_KEY the service takes RS256 tokens only: an HS256 one (from a JWT_SECRET kept beside it
+  // for webhook secrets) would be refused with 401.
+  if (config.jwt.publicKey && !opts.privateKey)
+    throw new Error('JWT_PUBLIC_KEY is set: tokens are signed by the identity provider (its private key)');
   const key = opts.privateKey ?? config.jwt.secret;
   if (!key) throw new Error('no JWT secret configured to sign with');
   return jwt.sign({ sub: userId, roles }, key, {

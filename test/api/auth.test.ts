@@ -36,6 +36,15 @@ describe('RS256 tokens with JWT_PUBLIC_KEY', () => {
     expect(res.body).toMatchObject({ error: 'unauthorized', code: 401 });
   });
 
+  it('signs no HS256 token (the service would refuse it), also with a JWT_SECRET kept for webhooks', () => {
+    const both = { ...t.config, jwt: { ...t.config.jwt, secret: 'w'.repeat(40) } };
+    expect(() => signToken(both, randomUUID(), ['admin'])).toThrow(/JWT_PUBLIC_KEY is set/);
+    expect(() => signToken(t.config, randomUUID(), ['admin'])).toThrow(/JWT_PUBLIC_KEY is set/);
+    expect(
+      jwt.decode(signToken(both, randomUUID(), ['admin'], { privateKey }), { complete: true })?.header.alg,
+    ).toBe('RS256');
+  });
+
   it('answers 403 in the ErrorResponse shape when the role is missing', async () => {
     const token = signToken(t.config, randomUUID(), ['client'], { privateKey });
     const res = await t.request('POST', `/api/v1/payment/private/payment/${randomUUID()}/cancel`, { token });

@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +51,37 @@ describe('npm run token', () => {
     const secret = 'a-secret-from-the-environment-0123456789abcdef';
     const out = runToken(['-', 'client'], { JWT_SECRET: secret });
     expect(jwt.verify(out.token, secret)).toMatchObject({ sub: out.userId, roles: ['client'] });
+  });
+
+  it('refuses to sign when the service checks tokens with JWT_PUBLIC_KEY, a JWT_SECRET beside it too, exit 2', () => {
+    fs.rmSync(path.join(tmp, '.env'), { force: true });
+    const { publicKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    // A JWT_SECRET kept for webhook secrets (README, "Production secrets"): an HS256 token signed with it
+    // is refused by the service (RS256 only), so printing one would hand the operator a 401.
+    for (const env of [
+      { JWT_PUBLIC_KEY: publicKey },
+      { JWT_PUBLIC_KEY: publicKey, JWT_SECRET: 'x'.repeat(40) },
+    ]) {
+      const clean = { ...process.env };
+      for (const k of ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'NODE_ENV']) delete clean[k];
+      const run = spawnSync(
+        process.execPath,
+        [
+          '-r',
+          path.join(__dirname, '../support/register-ts.cjs'),
+          path.join(__dirname, '../../src/cli/token.ts'),
+          '-',
+          'admin',
+        ],
+        { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
+      );
+      expect([Object.keys(env), run.status, run.stdout]).toEqual([Object.keys(env), 2, '']);
+      expect(run.stderr).toContain('JWT_PUBLIC_KEY is set');
+    }
   });
 
   it('refuses a user id that is not a UUID (the service answers 401 to such a token), exit 2', () => {
