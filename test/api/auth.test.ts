@@ -314,6 +314,24 @@ describe('authorization matrix: every route and every kind of token', () => {
     return { status: res.status, body: text };
   };
 
+  it('guards by path as DESIGN section 5 says: private routes service, admin routes admin, audit reads admin or auditor', () => {
+    const wrong = routes
+      .filter((r) => {
+        const roles = r.roles === null ? null : [...r.roles].sort().join(',');
+        if (r.path.includes('/private/')) return roles !== 'service';
+        if (r.path.startsWith('/api/v1/audit/')) return roles !== 'admin,auditor';
+        if (/^\/(manage\/|admin\/|api\/v1\/admin\/)/.test(r.path)) return roles !== 'admin';
+        return false;
+      })
+      .map((r) => `${r.method} ${r.path}: ${JSON.stringify(r.roles)}`);
+    expect(wrong).toEqual([]);
+    // The ones this covers are there (a renamed prefix would make the rule above check nothing).
+    const count = (re: RegExp) => routes.filter((r) => re.test(r.path)).length;
+    expect(count(/\/private\//)).toBeGreaterThanOrEqual(9);
+    expect(count(/^\/api\/v1\/audit\//)).toBeGreaterThanOrEqual(5);
+    expect(count(/^\/(manage|admin)\/|^\/api\/v1\/admin\//)).toBeGreaterThanOrEqual(9);
+  });
+
   it('answers each route as its guard and the docs say, for every kind of token', async () => {
     expect(routes.length).toBeGreaterThanOrEqual(51);
     const cases: { what: string; method: string; path: string; token: string | null; expect: string }[] = [];
