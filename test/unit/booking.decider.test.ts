@@ -268,6 +268,17 @@ describe('booking decider: CancelGroup', () => {
     ).toEqual([s2]);
   });
 
+  it('cancels only the named sessions when given (a package session held after its payment closed)', () => {
+    expect(given([booked, approved(s2)]).when({ ...cancelGroup, sessionIds: [s2] })).toEqual({
+      _tag: 'Right',
+      right: [{ type: 'SessionCanceled', data: { ...ref(s2), by: 'system', reason: 'payment expired', at } }],
+    });
+    expect(given([booked, canceled(s2)]).when({ ...cancelGroup, sessionIds: [s2] })).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+  });
+
   it('decides nothing when no session is open', () => {
     expect(given([booked, declined(s1), canceled(s2)]).when(cancelGroup)).toEqual({
       _tag: 'Right',
