@@ -30,6 +30,7 @@ import { migrate } from '../src/db/migrate';
 import { createPgDatabase } from '../src/db/pg';
 import { createPgliteDatabase } from '../src/db/pglite';
 import { createSqlEventStore } from '../src/eventstore/sql';
+import { UPCASTERS, createUpcasterRegistry, withUpcasting } from '../src/eventstore/upcasting';
 import { signToken, type Role } from '../src/http/auth';
 import { createLogger } from '../src/log';
 import type { Mailer } from '../src/mail/mailer';
@@ -602,7 +603,8 @@ async function rebuildAndCompare(
     verify: async () => ({ provider: 'outbox', status: 'ok' }),
     close: () => undefined,
   };
-  const es = await createSqlEventStore(live);
+  // The versioned view of the log, as the service and npm run rebuild read it (src/eventstore/upcasting.ts).
+  const es = withUpcasting(await createSqlEventStore(live), createUpcasterRegistry(UPCASTERS));
   // A duplicate is in the documented window when its ledger shows the claim of a killed sender taken over.
   let inWindow = 0;
   for (const d of duplicated) {
