@@ -1,5 +1,6 @@
 import { sqlLiteral, type Database, type Queryable } from '../src/db/database';
 import { recordingQueryable } from '../src/db/recordedBatch';
+import { isDatabaseUnavailable } from '../src/db/unavailable';
 import type { EventStore, Position, RecordedEvent, Subscription } from '../src/eventstore/types';
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
@@ -50,22 +51,17 @@ export interface ProjectionStatus {
 
 /** Connection-level and concurrency failures pass; anything else applied to the same event fails again. */
 export function isTransient(err: unknown): boolean {
-  const e = err as { code?: string };
-  const code = typeof e?.code === 'string' ? e.code : '';
+  const code = (err as { code?: unknown })?.code;
   return (
-    code.startsWith('08') || // connection exceptions
+    // The database away: down, restarting, out of connections, no connection within its timeout.
+    isDatabaseUnavailable(err) ||
     code === '40001' || // serialization failure
     code === '40P01' || // deadlock
-    code === '57P01' || // admin shutdown
-    code === '57P02' || // crash shutdown (another backend crashed: the server restarts)
-    code === '57P03' || // cannot connect now (the server is starting up or recovering)
-    code === '53300' || // too many connections
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code) ||
     (err as { transient?: unknown })?.transient === true || // a side effect that may pass (e.g. mail 4xx)
     // A process manager that lost optimistic-concurrency races on a busy stream: trying later succeeds.
     (err as Error)?.name === 'ConcurrencyConflictError' ||
-    // node-postgres reports a dropped connection without a code.
-    /Connection terminated|connection error|Connection refused/i.test((err as Error)?.message ?? '') ||
+    // node-postgres reports a connection lost mid-query without a code.
+    /connection error|Connection refused/i.test((err as Error)?.message ?? '') ||
     isTransientEventStoreError(err)
   );
 }

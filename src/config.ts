@@ -11,6 +11,8 @@ export interface Config {
   databaseUrl?: string;
   /** Connections to DATABASE_URL (requests, read-model transactions and the log's LISTEN share them). */
   databasePoolSize: number;
+  /** Longest wait for a database connection (new, or a free one of the pool) before 503. */
+  databaseConnectTimeoutMs: number;
   eventStoreUrl?: string;
   s3?: { endpoint: string; accessKey: string; secretKey: string; bucket: string };
   smtpUrl?: string;
@@ -195,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
+    databaseConnectTimeoutMs: atLeastOne(env, 'DATABASE_CONNECT_TIMEOUT_MS', 10_000),
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
     s3: env.S3_ENDPOINT
       ? {

@@ -58,7 +58,10 @@ export interface SystemOverrides {
 /** Read models: DATABASE_URL, else embedded PGlite under DATA_DIR. */
 export async function openDatabase(config: Config): Promise<Database> {
   return config.databaseUrl
-    ? createPgDatabase(config.databaseUrl, { max: config.databasePoolSize })
+    ? createPgDatabase(config.databaseUrl, {
+        max: config.databasePoolSize,
+        connectTimeoutMs: config.databaseConnectTimeoutMs,
+      })
     : createPgliteDatabase(path.join(config.dataDir, 'pglite'));
 }
 

@@ -4,10 +4,24 @@ import type { Database, Queryable, QueryOptions, QueryResult } from './database'
 // int8 and numeric come back as strings; callers convert to bigint where they need it.
 types.setTypeParser(types.builtins.INT8, (v) => v);
 
-export function createPgDatabase(connectionString: string, opts: { max?: number } = {}): Database {
+export interface PgOptions {
+  max?: number;
+  /**
+   * Longest wait for a connection: a new one to a server that does not answer (a dropped network, a
+   * blackholed route), or a free one of the pool. Beyond it the query fails as "database unavailable"
+   * (HTTP 503, a projection retries) instead of waiting for ever. Default 10 s.
+   */
+  connectTimeoutMs?: number;
+}
+
+export function createPgDatabase(connectionString: string, opts: PgOptions = {}): Database {
   const pool = new Pool({
     connectionString,
     max: opts.max ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
+    // A server that vanished without closing the connection is found by TCP keepalive, not never.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     // The event store's ordering and every read model's upserts are written for READ COMMITTED, whatever a
     // database or role was set to default to (the pool awaits this before it hands the connection out).
     onConnect: async (client) => {
