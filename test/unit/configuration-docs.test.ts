@@ -77,6 +77,10 @@ describe('docker-compose.yml', () => {
     expect(Number(stop ?? 10) * 1000).toBeGreaterThanOrEqual(grace + 5000);
   });
 
+  it('starts the app again after it exits (it exits 1 when a dependency is away at start)', () => {
+    expect(app).toMatch(/^\s+restart: (unless-stopped|always|on-failure)$/m);
+  });
+
   it('sets only variables the service reads', () => {
     const env = app.slice(app.indexOf('environment:'), app.indexOf('ports:'));
     const names = [...env.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
