@@ -8,8 +8,8 @@ import {
   freeSlots,
   freeSlotsUntil,
   localDate,
+  offeredRulesOf,
   placeKey,
-  slotRulesOf,
   type FreeSlot,
   type Reservation,
 } from '../commands/calendar/slots';
@@ -260,7 +260,7 @@ const slotsFor = (
   travel: number,
   place: string,
 ): FreeSlot[] =>
-  schedule ? freeSlots(schedule, reservations, { ...slotRulesOf(s), place }, from, to, now, travel) : [];
+  schedule ? freeSlots(schedule, reservations, offeredRulesOf(s, place), from, to, now, travel) : [];
 
 const ServicePath = t.type({ service_id: Uuid });
 const CoachPath = t.type({ coach_id: Uuid });
@@ -380,7 +380,7 @@ export function availabilityQueries(deps: AppDeps): Router {
         ? freeSlotsUntil(
             row.schedule,
             reservations,
-            { ...slotRulesOf(service), place: candidatePlace(ctx.query) },
+            offeredRulesOf(service, candidatePlace(ctx.query)),
             from,
             to,
             now,

@@ -55,6 +55,13 @@ export interface SlotRules {
   startTimes: Map<number, number[]> | null;
   /** Where the candidate session would take place (`placeKey`): group seats are shared at that place only. */
   place?: string;
+  /**
+   * Availability only: the service is sold as a package of this many days (`expiresInDays`, when
+   * `numberOfSessions` > 1), whose sessions take place by its last day (today plus these days in the
+   * coach's zone, as the booking's `package_expired` counts it), so later slots are not offered to buy it.
+   * The calendar decider leaves it out: it answers such a slot `package_expired`, not `slot_unavailable`.
+   */
+  packageDays?: number;
 }
 
 /** A service's rules for its slots: availability shows and booking checks the very same ones. */
@@ -76,6 +83,19 @@ export const slotRulesOf = (
   minimumNoticeHours: s.minimumNoticeHours,
   bookingWindowDays: s.bookingWindowDays,
   startTimes: startTimesOf(s.slots ?? []),
+});
+
+/**
+ * The rules availability (6, 11) shows a service's slots by, at a place: its slot rules, and a package's
+ * sessions by the package's last day (see `packageDays`).
+ */
+export const offeredRulesOf = (
+  s: Parameters<typeof slotRulesOf>[0] & Pick<ServiceFields, 'numberOfSessions' | 'expiresInDays'>,
+  place: string,
+): SlotRules => ({
+  ...slotRulesOf(s),
+  place,
+  ...(s.numberOfSessions > 1 ? { packageDays: s.expiresInDays } : {}),
 });
 
 /** `HH:mm` (every day) or `<weekday> HH:mm` (e.g. `monday 09:30`): one element of `Service.slots`. */
@@ -251,6 +271,16 @@ export function freeSlotsUntil(
   const earliest = now.getTime() + noticeMs;
   const latest = now.getTime() + windowMs;
   let until = Infinity;
+  // A package bought now has its sessions by the end of its last local day; that day moves on at the next
+  // local midnight (taken by its date: DST may skip a midnight).
+  const packageEnd =
+    rules.packageDays === undefined
+      ? Infinity
+      : packageLastDay(now.toISOString(), rules.packageDays, zone).endOf('day').toMillis();
+  const packageMoves =
+    rules.packageDays === undefined
+      ? Infinity
+      : DateTime.fromISO(nextDate(localDate(now, zone)), { zone: zoneOf(zone) }).toMillis();
   const ownTravel = travelMinutes * 60_000;
   const out: FreeSlot[] = [];
   const last = DateTime.fromISO(toDate, { zone: zoneOf(zone) });
@@ -322,6 +352,10 @@ export function freeSlotsUntil(
         if (s < earliest) continue;
         if (s > latest) {
           until = Math.min(until, s - windowMs);
+          continue;
+        }
+        if (s > packageEnd) {
+          until = Math.min(until, packageMoves);
           continue;
         }
         let seatsTaken = 0;

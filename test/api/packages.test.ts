@@ -325,6 +325,42 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(within.body[0].expirationDate).toBe('04/12/2026');
   });
 
+  it("offers a package's slots (6, 11) only up to the expiration date a purchase now would have, each day further", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, {
+      numberOfSessions: 3,
+      price: 90,
+      expiresInDays: 2,
+      bookingWindowDays: 30,
+    });
+    const days = async () => {
+      const [one, all] = await Promise.all([
+        t.request('GET', `/api/v1/service/${serviceId}/availability?from_date=2026-12-01&to_date=2026-12-08`),
+        t.request('GET', `/api/v1/coach/${coach.id}/availability?from_date=2026-12-01&to_date=2026-12-08`),
+      ]);
+      expect(all.body.services[0].slots).toEqual(one.body.slots);
+      return [...new Set(one.body.slots.map((x: { slot: string }) => x.slot.slice(0, 10)))];
+    };
+    // Bought on Tuesday 1 December (09:00 in Berlin) + 2 days: sessions by the end of Thursday 3 December.
+    expect(await days()).toEqual(['2026-12-01', '2026-12-02', '2026-12-03']);
+    const client = await m.client();
+    const last = await book(client.token, serviceId, { slots: ['2026-12-03T16:00:00'] });
+    expect(last.status).toBe(200);
+    expect(last.body[0].expirationDate).toBe('03/12/2026');
+    // The next local midnight moves the last day on (a cached answer included).
+    clock.set('2026-12-01T22:59:00Z');
+    expect(await days()).toEqual(['2026-12-02', '2026-12-03']);
+    clock.set('2026-12-01T23:00:00Z'); // 00:00 on Wednesday 2 December in Berlin
+    expect(await days()).toEqual(['2026-12-02', '2026-12-03', '2026-12-04']);
+    // A one-session service is not a package: its window alone counts.
+    const single = await m.offering(coach, { expiresInDays: 2, bookingWindowDays: 30 });
+    const open = await t.request(
+      'GET',
+      `/api/v1/service/${single}/availability?from_date=2026-12-07&to_date=2026-12-07`,
+    );
+    expect(open.body.slots.length).toBeGreaterThan(0);
+  });
+
   it('counts expiresInDays in calendar days across a DST change: booked at 00:30, usable to the end of day + n', async () => {
     clock.set('2026-10-19T22:30:00Z'); // 00:30 on Tuesday 20 October in Berlin (CEST); the clocks go back on the 25th
     const coach = await m.coach();
