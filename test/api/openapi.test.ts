@@ -153,6 +153,24 @@ describe('GET /openapi.json', () => {
     expect(profile.requestBody.content['application/json'].example.firstName).toBe('Anna');
     expect(profile.parameters[0].example).toBe('5eedc11e-0000-4000-8000-000000000001');
   });
+
+  it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
+    for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
+      for (const [method, op] of Object.entries(ops)) {
+        const anonymous = (op.security as object[]).some((s) => Object.keys(s).length === 0);
+        expect({
+          route: `${method} ${path}`,
+          public: /\bPublic: no token needed/.test(op.description),
+        }).toEqual({
+          route: `${method} ${path}`,
+          public: anonymous,
+        });
+      }
+    const metrics = document.paths['/metrics'].get;
+    expect(metrics.description).toContain('admin');
+    expect(metrics.description).toContain('METRICS_TOKEN');
+    expect((await fetch(`${t.baseUrl}/metrics`)).status).toBe(401);
+  });
 });
 
 describe('GET /docs', () => {

@@ -243,7 +243,10 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
 function describe(route: RouterRoute, doc: RouteDoc): string {
   const parts: string[] = [];
   if (doc.endpoint) parts.push(`Endpoint ${doc.endpoint} of the interface document.`);
-  if (route.roles === null) parts.push('Public: no token needed (a token that is sent must be valid).');
+  // GET /metrics has no role guard (a scraper's METRICS_TOKEN is no JWT) but is not public: it checks itself.
+  if (route.path === '/metrics')
+    parts.push("Needs an admin token, or the deployment's `METRICS_TOKEN` as the bearer token (a scraper).");
+  else if (route.roles === null) parts.push('Public: no token needed (a token that is sent must be valid).');
   else if (route.roles.length === 0) parts.push('Any signed-in user.');
   else parts.push(`Roles: ${route.roles.join(' or ')}.`);
   if (doc.description) parts.push(doc.description);
