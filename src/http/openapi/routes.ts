@@ -251,12 +251,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'POST /api/v1/session/:session_id/complete': {
     tag: 'Sessions',
-    summary: 'Mark a session that has ended as completed',
+    summary: 'The coach marks an approved session completed (not before its start)',
     answer: A.SessionOutCodec,
   },
   'POST /api/v1/session/:session_id/dispute': {
     tag: 'Sessions',
-    summary: 'The client disputes a session',
+    summary: 'The client disputes a completed session (within 30 days of its end)',
     body: { codec: DisputeBody },
     answer: A.SessionOutCodec,
   },
