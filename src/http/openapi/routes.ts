@@ -114,7 +114,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/v1/service/:service_id': {
     endpoint: 7,
     tag: 'Services',
-    summary: 'One service (in review or rejected: its coach and admins only)',
+    summary: 'One service (in review or rejected: its coach, admins and a client with an open package of it)',
     answer: A.ServiceOutCodec,
   },
   'POST /api/v1/service/:service_id': {
