@@ -141,7 +141,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/v1/coach/:coach_id/availability': {
     endpoint: 11,
     tag: 'Services',
-    summary: 'Every approved service of a coach with its free slots',
+    summary:
+      "Every approved service of a coach with its free slots (and those of the caller's open packages)",
     query: RangeQuery,
     answer: A.CoachAvailabilityCodec,
   },
