@@ -71,7 +71,9 @@ export async function openEventStore(config: Config, db: Database): Promise<Even
   if (!url) return createSqlEventStore(db);
   if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) return createEsdbEventStore(url);
   if (url.startsWith('postgres://') || url.startsWith('postgresql://'))
-    return createSqlEventStore(createPgDatabase(url), { ownsDb: true });
+    return createSqlEventStore(createPgDatabase(url, { connectTimeoutMs: config.databaseConnectTimeoutMs }), {
+      ownsDb: true,
+    });
   throw new Error(`EVENTSTORE_URL must start with esdb:// or postgres://, got ${url}`);
 }
 

@@ -1,6 +1,9 @@
 import net from 'node:net';
 import { isTransient } from '../../projections/runner';
+import { loadConfig } from '../../src/config';
+import type { Database } from '../../src/db/database';
 import { createPgDatabase } from '../../src/db/pg';
+import { openEventStore } from '../../src/system';
 import { isDatabaseUnavailable } from '../../src/db/unavailable';
 
 /**
@@ -79,4 +82,21 @@ describePg('a pool with every connection busy (skipped without DATABASE_URL)', (
       await db.close();
     }
   });
+});
+
+it('holds for a postgres:// EVENTSTORE_URL too (the event store has its own pool)', async () => {
+  const config = loadConfig({
+    EVENTSTORE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    DATABASE_CONNECT_TIMEOUT_MS: '300',
+  });
+  const started = Date.now();
+  const err = await openEventStore(config, undefined as unknown as Database)
+    .then((store) => store.readStream('anything').finally(() => store.close()))
+    .then(
+      () => null,
+      (e: unknown) => e,
+    );
+  expect(err).not.toBeNull();
+  expect(Date.now() - started).toBeLessThan(5_000);
+  expect(isTransient(err)).toBe(true);
 });
