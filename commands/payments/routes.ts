@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
 import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { busy } from '../../src/http/errors';
+import { busy, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
@@ -80,7 +80,7 @@ export function paymentCommands(deps: AppDeps): Router {
       ...(body.providerEventId !== undefined ? { providerEventId: body.providerEventId } : {}),
       ...(tag !== undefined ? { idempotencyTag: tag } : {}),
     });
-    if (found === 'none') throw paymentNotFound();
+    if (found === 'none') throw notFound('payment_not_found', 'the user has no open payment');
     if (found === 'pending') throw busy("the user's newest payment is still being created; retry shortly");
     ctx.body = await update(ctx, found.paymentId, body);
   });

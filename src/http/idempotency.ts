@@ -153,8 +153,9 @@ export function idempotent(
     } catch (err) {
       const r = renderError(err);
       // An answer that only says "not now" (a 409 to retry, a 503) is not the request's outcome: forgotten
-      // like a server error, so a retry with the same key runs the request again.
-      if (r.expected && !r.retryable) await remember(r.status, r.body);
+      // like a server error, so a retry with the same key runs the request again. So is a 422: nothing was
+      // done, and the client corrects its body and sends it again under the same key (as payment APIs do).
+      if (r.expected && !r.retryable && !(err instanceof ValidationError)) await remember(r.status, r.body);
       else await db.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
       throw err;
     }

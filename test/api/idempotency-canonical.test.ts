@@ -86,6 +86,20 @@ it('refuses a key over 200 characters at the header, in the 422 detail shape, wr
   expect((await postAddress(user.token, 'k'.repeat(200), addressBody)).status).toBe(200);
 });
 
+it('forgets a 422 for its key: the corrected body under the same key is run, then replayed', async () => {
+  const user = await m.client();
+  const key = randomUUID();
+  const bad = await postAddress(user.token, key, { ...addressBody, lat: 'north' });
+  expect(bad.status).toBe(422);
+  const fixed = await postAddress(user.token, key, addressBody);
+  expect(fixed.status).toBe(200);
+  const again = await postAddress(user.token, key, addressBody);
+  expect(again.status).toBe(200);
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+  expect(again.body).toEqual(fixed.body);
+  expect((await t.request('GET', '/api/v1/nav/addreses', { token: user.token })).body).toHaveLength(1);
+});
+
 it('arrays keep their order; nested objects are compared by value; numbers as parsed', () => {
   const h = (body: unknown) => requestHash('POST', '/x', body);
   expect(h({ a: [1, 2], b: { c: 1, d: [{ e: 1, f: 2 }] } })).toBe(

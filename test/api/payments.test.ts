@@ -200,7 +200,11 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     const path = `/api/v1/payment/private/user/${clientId}/update`;
     const none = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
     expect(none.status).toBe(404);
-    expect(none.body.error).toBe('payment_not_found');
+    expect(none.body).toEqual({
+      error: 'payment_not_found',
+      message: 'the user has no open payment',
+      code: 404,
+    });
 
     const older = await createPayment({ clientId });
     now = new Date(now.getTime() + 1000);
