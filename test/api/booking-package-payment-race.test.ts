@@ -17,6 +17,47 @@ type Marketplace = ReturnType<typeof marketplace>;
 const describeSql = testEventStoreOnEsdb() ? describe.skip : describe;
 const NOW = new Date('2026-12-01T08:00:00Z');
 
+/**
+ * A package top-up's hold appended as the route writes it when it read the payment still open just before
+ * the payment closed (the EventStoreDB window), on `day` at 10:00 Berlin; resolves once the booking
+ * process canceled its session, with the booking's events and a wait for its slot's release.
+ */
+async function heldAfterClose(store: EventStore, coachId: string, groupId: string, day: string) {
+  const calendar = `calendar-${coachId}`;
+  const { events, revision } = await store.readStream(calendar);
+  const pkg = events.find((e) => e.type === 'SlotsReserved')!.data as SlotsReserved['data'];
+  const sessionId = randomUUID();
+  const topUp: SlotsReserved['data'] = {
+    ...pkg,
+    sessions: [
+      {
+        sessionId,
+        startsAt: `${day}T09:00:00.000Z`,
+        endsAt: `${day}T10:00:00.000Z`,
+        slot: `${day}T10:00:00`,
+      },
+    ],
+    reservedAt: NOW.toISOString(),
+    packageTopUp: { bookedAt: pkg.reservedAt },
+  };
+  await store.append(calendar, [{ type: 'SlotsReserved', data: topUp }], { expectedRevision: revision });
+  const booked = await eventually(
+    async () => (await store.readStream(`booking-${groupId}`)).events,
+    (es) =>
+      es.some(
+        (e) => e.type === 'SessionCanceled' && (e.data as { sessionId: string }).sessionId === sessionId,
+      ),
+    5000,
+  );
+  const released = () =>
+    eventually(
+      async () => (await store.readStream(calendar)).events,
+      (es) => es.some((e) => e.type === 'SlotsReleased' && JSON.stringify(e.data).includes(sessionId)),
+      5000,
+    );
+  return { booked, released };
+}
+
 describeSql('a package session booked while its payment is canceled', () => {
   let t: TestSystem;
   let m: Marketplace;
@@ -119,41 +160,11 @@ describe('a package session held after its payment was canceled (the EventStoreD
     );
 
     // The top-up's hold as the route writes it when the payment was read open just before the cancel.
-    const calendar = `calendar-${coach.id}`;
-    const { events, revision } = await store.readStream(calendar);
-    const pkg = events.find((e) => e.type === 'SlotsReserved')!.data as SlotsReserved['data'];
-    const sessionId = randomUUID();
-    const topUp: SlotsReserved['data'] = {
-      ...pkg,
-      sessions: [
-        {
-          sessionId,
-          startsAt: '2026-12-03T09:00:00.000Z',
-          endsAt: '2026-12-03T10:00:00.000Z',
-          slot: '2026-12-03T10:00:00',
-        },
-      ],
-      reservedAt: NOW.toISOString(),
-      packageTopUp: { bookedAt: pkg.reservedAt },
-    };
-    await store.append(calendar, [{ type: 'SlotsReserved', data: topUp }], { expectedRevision: revision });
-
-    const booked = await eventually(
-      async () => (await store.readStream(`booking-${groupId}`)).events,
-      (es) =>
-        es.some(
-          (e) => e.type === 'SessionCanceled' && (e.data as { sessionId: string }).sessionId === sessionId,
-        ),
-      5000,
-    );
+    const { booked, released } = await heldAfterClose(store, coach.id, groupId, '2026-12-03');
     expect(
       booked.filter((e) => e.type === 'SessionCanceled').map((e) => (e.data as { reason: string }).reason),
     ).toEqual(['payment_canceled', 'payment_canceled']);
-    await eventually(
-      async () => (await store.readStream(calendar)).events,
-      (es) => es.some((e) => e.type === 'SlotsReleased' && JSON.stringify(e.data).includes(sessionId)),
-      5000,
-    );
+    await released();
   });
 
   it('is canceled too when the payment was refunded (every session gone), and only it', async () => {
@@ -189,33 +200,7 @@ describe('a package session held after its payment was canceled (the EventStoreD
     );
 
     // A later session whose request read the payment received just before the refund (EventStoreDB).
-    const calendar = `calendar-${coach.id}`;
-    const { events, revision } = await store.readStream(calendar);
-    const pkg = events.find((e) => e.type === 'SlotsReserved')!.data as SlotsReserved['data'];
-    const sessionId = randomUUID();
-    const topUp: SlotsReserved['data'] = {
-      ...pkg,
-      sessions: [
-        {
-          sessionId,
-          startsAt: '2026-12-04T09:00:00.000Z',
-          endsAt: '2026-12-04T10:00:00.000Z',
-          slot: '2026-12-04T10:00:00',
-        },
-      ],
-      reservedAt: NOW.toISOString(),
-      packageTopUp: { bookedAt: pkg.reservedAt },
-    };
-    await store.append(calendar, [{ type: 'SlotsReserved', data: topUp }], { expectedRevision: revision });
-
-    const booked = await eventually(
-      async () => (await store.readStream(`booking-${groupId}`)).events,
-      (es) =>
-        es.some(
-          (e) => e.type === 'SessionCanceled' && (e.data as { sessionId: string }).sessionId === sessionId,
-        ),
-      5000,
-    );
+    const { booked, released } = await heldAfterClose(store, coach.id, groupId, '2026-12-04');
     expect(
       booked
         .filter((e) => e.type === 'SessionCanceled')
@@ -224,11 +209,7 @@ describe('a package session held after its payment was canceled (the EventStoreD
       ['client', ''],
       ['system', 'payment_refund'],
     ]);
-    await eventually(
-      async () => (await store.readStream(calendar)).events,
-      (es) => es.some((e) => e.type === 'SlotsReleased' && JSON.stringify(e.data).includes(sessionId)),
-      5000,
-    );
+    await released();
     // Refunded once: the top-up's cancel settles nothing again.
     const moves = (await store.readStream(`payment-${paymentId}`)).events
       .filter((e) => e.type === 'PaymentStatusChanged')
