@@ -77,9 +77,15 @@ export function bookingCommands(deps: AppDeps): Router {
    * A package to book against, from the log: its booking stream (the calendar decider then checks that it
    * is the caller's, of this service, not expired and not used up) and its payment's status.
    */
-  const packageRef = async (groupId: string) => {
+  const packageRef = async (groupId: string, clientId: string, serviceId: string) => {
     const b = await readState(deps.store, bookingStream(groupId), booking);
-    if (!b.groupId) throw notFound('package_not_found', 'packageId is not one of your bookings');
+    if (!b.groupId || b.clientId !== clientId)
+      throw notFound('package_not_found', 'packageId is not one of your bookings');
+    // Also a package of another coach's service, which that coach's calendar (the decider) never saw.
+    if (b.serviceId !== serviceId)
+      throw new ValidationError([
+        { loc: ['body', 'packageId'], msg: 'packageId is a booking of another service', type: 'value_error' },
+      ]);
     const paymentRead = await loadState(deps.store, paymentStream(b.paymentId), paymentDecider);
     const paymentState = paymentRead.state.payment?.status ?? 'awaiting';
     return {
@@ -158,7 +164,9 @@ export function bookingCommands(deps: AppDeps): Router {
     if (!where)
       return refuse(notFound('address_not_found', "addressId is not one of the coach's saved addresses"));
     const method = body.method ?? 'card';
-    const pkg = body.packageId ? await packageRef(body.packageId.toLowerCase()) : undefined;
+    const pkg = body.packageId
+      ? await packageRef(body.packageId.toLowerCase(), userId, serviceId)
+      : undefined;
     // A payment canceled (or expired) between its read and the hold must not take one more session: the
     // slot would stay held with nothing left to pay or release it.
     const conditions = deps.store.appendMany

@@ -225,6 +225,26 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(afterCancel.body.error).toBe('package_canceled');
   });
 
+  it("a package of another coach's service is 422 at packageId, as one of the same coach's is", async () => {
+    const { client, first } = await packageOf();
+    const elsewhere = await m.coach();
+    const wanted = { slots: ['2026-12-03T10:00:00'], packageId: first.groupId };
+    const wrongService = {
+      detail: [
+        { loc: ['body', 'packageId'], msg: 'packageId is a booking of another service', type: 'value_error' },
+      ],
+    };
+    for (const over of [{ numberOfSessions: 3 }, {}]) {
+      const otherCoachService = await m.offering(elsewhere, over);
+      const res = await book(client.token, otherCoachService, wanted);
+      expect([res.status, res.body]).toEqual([422, wrongService]);
+    }
+    // Still 404 to anyone but the package's client: the id tells a stranger nothing.
+    const stranger = await m.client();
+    const notYours = await book(stranger.token, await m.offering(elsewhere, { numberOfSessions: 3 }), wanted);
+    expect([notYours.status, notYours.body.error]).toEqual([404, 'package_not_found']);
+  });
+
   it('books no later session before an unpaid package is due to be paid', async () => {
     const { client, serviceId, first } = await packageOf();
     // Booked 1 December 08:00Z for 2 December 10:00 Berlin: to be paid by 2 December 08:00Z, else canceled.
