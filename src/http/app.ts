@@ -40,8 +40,14 @@ export function createApp(deps: AppDeps): Koa {
       jsonStrict: false, // a JSON null or number is then a 422 from the codecs, not a misleading 400
       jsonLimit: JSON_LIMIT,
       encoding: 'utf-8',
-      onError: (err) => {
-        const e = err as { status?: number; type?: string };
+      onError: (err, ctx) => {
+        const e = err as { status?: number; type?: string; body?: unknown };
+        // A body of only white space (a newline, a CRLF some clients send) is no JSON value: it reads as an
+        // empty body, `{}` (emptyJsonBodyIsEmptyObject), not as a 400 "not valid JSON".
+        if (e.status === 400 && typeof e.body === 'string' && e.body.trim() === '') {
+          (ctx.request as { body?: unknown }).body = {};
+          return;
+        }
         if (e.status === 413 || e.type === 'entity.too.large')
           throw new HttpError(413, 'payload_too_large', `the JSON body is larger than ${JSON_LIMIT}`);
         // A Content-Encoding the parser cannot undo (it takes identity, gzip, deflate and br).

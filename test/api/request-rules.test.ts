@@ -76,6 +76,35 @@ describe('an empty JSON body reads as {}', () => {
     expect(upsert.body.id).toBe(client.id);
   });
 
+  it('a body of only white space (a newline, CRLF) is empty too; other text is still 400', async () => {
+    const { coach, client, sessions } = await booking(['2026-12-02T10:00:00']);
+    const verification = `/api/v1/notification/private/email/${client.id}/verification`;
+    for (const body of [' ', '\n', '\r\n', ' \t\r\n ']) {
+      const res = await t.request('POST', verification, {
+        token: m.service(),
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect({ body, status: res.status, template: res.body.template }).toEqual({
+        body,
+        status: 200,
+        template: 'verification',
+      });
+    }
+    const declined = await t.request('POST', `/api/v1/session/${sessions[0]!.id}/decline`, {
+      token: coach.token,
+      body: '\r\n',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([declined.status, declined.body.state]).toEqual([200, 'declined']);
+    const garbage = await t.request('POST', verification, {
+      token: m.service(),
+      body: ' x ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([garbage.status, garbage.body.error]).toEqual([400, 'bad_request']);
+  });
+
   it('a route whose body is required answers 422 naming the missing fields', async () => {
     const client = await m.client();
     const res = await emptyJson('POST', '/api/v1/nav/addreses', client.token);
