@@ -119,11 +119,28 @@ export const Uuid = describeSchema(
   refine(t.string, (s) => UUID_RE.test(s), 'uuid', 'Input should be a valid UUID'),
   { type: 'string', format: 'uuid' },
 );
+/**
+ * Characters as JSON Schema's minLength/maxLength (and a user) count them: code points, so an emoji is one
+ * character, not the two UTF-16 units of `String.length`.
+ */
+export function codePointLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++, n++) {
+    const unit = s.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+  }
+  return n;
+}
+
 export const boundedString = (max: number, min = 0) =>
   describeSchema(
     refine(
       t.string,
-      (s) => s.length >= min && s.length <= max,
+      // A string of more than 2 * max units has more than max code points: not counted.
+      (s) => s.length <= 2 * max && codePointLength(s) >= min && codePointLength(s) <= max,
       'string',
       `String should have ${min} to ${max} characters`,
     ),

@@ -124,6 +124,20 @@ describe('saved addresses (endpoints 32, 33)', () => {
     expect(res.body.detail[0].loc).toEqual(['body']);
   });
 
+  it('counts characters as code points, as the schema maxLength does: 120 emoji make a name of 120', async () => {
+    const u = newUser();
+    const named = (name: string) => t.request('POST', PATH, { token: u.token, body: { ...home, name } });
+    const ok = await named('😀'.repeat(120));
+    expect(ok.status).toBe(200);
+    expect(ok.body[0].name).toBe('😀'.repeat(120));
+    const long = await named('😀'.repeat(121));
+    expect(long.status).toBe(422);
+    expect(long.body.detail).toEqual([
+      { loc: ['body', 'name'], msg: 'String should have 1 to 120 characters', type: 'invalid_string' },
+    ]);
+    expect((await named('é'.repeat(121))).status).toBe(422);
+  });
+
   it('answers 400 for malformed JSON and 413 for an oversized body, in the error shape', async () => {
     const u = newUser();
     const bad = await t.request('POST', PATH, { token: u.token, body: '{"lat": ' });
