@@ -108,7 +108,18 @@ export function createApp(deps: AppDeps): Koa {
   const root = new Router();
   for (const r of mounted) root.use(r.routes());
   app.use(root.routes());
-  // Thrown, so 405/501 reach errorHandler and get the ErrorResponse shape.
-  app.use(root.allowedMethods({ throw: true }));
+  // A method the path does not take is 405 in the ErrorResponse shape, with an Allow header naming those it
+  // does. koa-router answers a method no route takes anywhere (TRACE, PROPFIND, ...) 501, a 5xx for the
+  // client's mistake, and left Allow off when it threw.
+  app.use(async (ctx, next) => {
+    await next();
+    if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null)
+      throw new HttpError(
+        405,
+        'method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get('Allow') || 'none'})`,
+      );
+  });
+  app.use(root.allowedMethods());
   return app;
 }

@@ -101,6 +101,24 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
       void callback(req, res);
     },
   );
+  // An `Expect` other than 100-continue: Node answered 417 itself, with an empty body.
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const body = JSON.stringify({
+      error: 'expectation_failed',
+      message: 'the only Expect the service meets is 100-continue',
+      code: 417,
+    });
+    res.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    res.end(body, () => req.socket.destroy());
+  });
+  // CONNECT (a proxy tunnel) is served on no path: Node dropped the connection without an answer.
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) =>
+    rawError(socket, 405, 'Method Not Allowed', 'method_not_allowed', 'CONNECT is not served here'),
+  );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable || err.code === 'ECONNRESET') {
       socket.destroy();

@@ -94,6 +94,46 @@ describe('transport', () => {
     expect(r.body).toMatchObject({ error: 'bad_request', code: 400 });
   });
 
+  it('answers an Expect other than 100-continue with 417 in the error shape and closes the connection', async () => {
+    const token = t.token(randomUUID());
+    const { text } = await raw(
+      [
+        `POST /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+          'Content-Type: application/json\r\nExpect: 999-whatever\r\nContent-Length: 2\r\n\r\n{}',
+      ],
+      { holdOpenMs: 5_000 },
+    );
+    const r = statusAndBody(text);
+    expect(r.status).toBe(417);
+    expect(r.head).toMatch(/content-type: application\/json/i);
+    expect(r.body).toEqual({ error: 'expectation_failed', message: expect.any(String), code: 417 });
+  });
+
+  it('answers a method the path does not take with 405 and Allow, also one no route takes (TRACE), never 501', async () => {
+    for (const method of ['TRACE', 'PROPFIND', 'PATCH', 'DELETE']) {
+      const { text } = await raw(
+        [`${method} /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`],
+        {
+          holdOpenMs: 5_000,
+        },
+      );
+      const r = statusAndBody(text);
+      expect([method, r.status]).toEqual([method, 405]);
+      const allow = /\r\nAllow: ([^\r]*)/i.exec(r.head)?.[1]?.split(', ').sort();
+      expect(allow).toEqual(['GET', 'HEAD', 'POST']);
+      expect(r.body).toEqual({ error: 'method_not_allowed', message: expect.any(String), code: 405 });
+    }
+  });
+
+  it('answers CONNECT with 405 in the error shape instead of dropping the connection', async () => {
+    for (const target of ['/api/v1/nav/addreses', 'example.com:443']) {
+      const { text } = await raw([`CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`], { holdOpenMs: 5_000 });
+      const r = statusAndBody(text);
+      expect(r.status).toBe(405);
+      expect(r.body).toEqual({ error: 'method_not_allowed', message: expect.any(String), code: 405 });
+    }
+  });
+
   it('serves several requests on one kept-alive connection (the body timeout ends with the body)', async () => {
     const token = t.token(randomUUID());
     const req = `GET /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
