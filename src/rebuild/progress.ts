@@ -23,8 +23,15 @@ export function progressPrinter(
     lastPhase = p.phase;
     // Positions count from the first event read, inclusive (on the SQL stores, one position per event).
     const span = p.first ? Number(p.target.commit - p.first.commit) + 1 : 0;
-    const fraction =
-      !p.first || span <= 0 ? (p.events ? 1 : 0) : (Number(p.position.commit - p.first.commit) + 1) / span;
+    // Between 0 and 1 whatever the figures (a position before the first event read is 0): the bar is
+    // drawn with String.repeat, which throws on a negative count and would end the rebuild.
+    const fraction = Math.min(
+      1,
+      Math.max(
+        0,
+        !p.first || span <= 0 ? (p.events ? 1 : 0) : (Number(p.position.commit - p.first.commit) + 1) / span,
+      ),
+    );
     const total = fraction > 0 ? Math.max(p.events, Math.round(p.events / fraction)) : p.events;
     const seconds = (t - startedAt) / 1000;
     const rate = seconds > 0 ? p.events / seconds : 0;
@@ -33,11 +40,9 @@ export function progressPrinter(
     const figures = `${n(p.events)}/${n(total)} events  ${n(Math.round(rate))} ev/s  ETA ${eta.toFixed(0)}s`;
     if (out.isTTY) {
       const width = 30;
-      const filled = Math.min(width, Math.round(Math.min(1, fraction) * width));
+      const filled = Math.round(fraction * width);
       const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
-      out.write(
-        `\r\x1b[2K${p.phase.padEnd(8)} ${bar} ${(Math.min(1, fraction) * 100).toFixed(0)}%  ${figures}`,
-      );
+      out.write(`\r\x1b[2K${p.phase.padEnd(8)} ${bar} ${(fraction * 100).toFixed(0)}%  ${figures}`);
       if (p.phase === 'done') out.write('\n');
     } else out.write(`rebuild ${p.phase}: ${figures}\n`);
   };

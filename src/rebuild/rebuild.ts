@@ -275,8 +275,16 @@ async function runRebuild(
   const report = (phase: RebuildProgress['phase']) =>
     onProgress?.({ phase, events, position, target, first });
 
-  /** Reads the log after `from` up to `upTo` in pages (the next read overlaps this page's apply). */
-  const replay = async (from: Position, upTo: Position, apply: (page: RecordedEvent[]) => Promise<void>) => {
+  /**
+   * Reads the log after `from` up to `upTo` in pages (the next read overlaps this page's apply); `applied`
+   * runs once a page is applied and counted, so progress never shows a page before its events.
+   */
+  const replay = async (
+    from: Position,
+    upTo: Position,
+    apply: (page: RecordedEvent[]) => Promise<void>,
+    applied?: () => void,
+  ) => {
     let next = store.readAll(from, pageSize);
     for (;;) {
       const raw = await next;
@@ -290,6 +298,7 @@ async function runRebuild(
           events += page.filter((e) => comparePositions(e.position, position) > 0).length;
           position = page[page.length - 1]!.position;
         }
+        applied?.();
       }
       if (done) return;
     }
@@ -301,7 +310,7 @@ async function runRebuild(
   /** Brings every shadow table from where it is to `to`, one transaction per read model and page. */
   const catchUp = async (to: Map<string, Position>) => {
     target = max([...to.values()]);
-    await replay(minOf(built.values()), target, async (page) => {
+    const applyPage = async (page: RecordedEvent[]) => {
       await Promise.all(
         models.map(async (m) => {
           // The log is the durable copy: no need to wait for each page's commit to reach the disk.
@@ -325,8 +334,8 @@ async function runRebuild(
           else await inShadow('batched').catch(() => inShadow('oneByOne'));
         }),
       );
-      report(phaseNow);
-    });
+    };
+    await replay(minOf(built.values()), target, applyPage, () => report(phaseNow));
     for (const m of models)
       if (comparePositions(to.get(m.name)!, built.get(m.name)!) > 0) built.set(m.name, to.get(m.name)!);
   };

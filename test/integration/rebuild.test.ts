@@ -161,6 +161,28 @@ describe('npm run rebuild (rebuildReadModels)', () => {
     expect(BigInt(cp.rows[0]!.c)).toBe(head.commit);
   });
 
+  it('on a terminal, draws its bar page by page from the first page, each page counted once applied', async () => {
+    // A small log on a terminal failed the rebuild with "RangeError: Invalid count value: -1": the first
+    // page was reported before it was counted (position still before the first event), a negative bar.
+    const bars: string[] = [];
+    const seen: RebuildProgress[] = [];
+    const print = progressPrinter({ isTTY: true, write: (s: string) => bars.push(s) > 0 }, { everyMs: 0 });
+    const result = await rebuild({
+      pageSize: 1,
+      onProgress: (p) => {
+        seen.push({ ...p });
+        print(p);
+      },
+    });
+    expect(result.events).toBeGreaterThan(0);
+    const replayed = seen.filter((p) => p.phase === 'replay' && p.first);
+    expect(replayed.length).toBeGreaterThan(1);
+    // Every report after the first page names a page applied: at or past the first event, one more each.
+    expect(replayed.filter((p) => p.position.commit < p.first!.commit)).toEqual([]);
+    expect(replayed.map((p) => p.events)).toEqual(replayed.map((_, i) => i + 1));
+    expect(bars.filter((b) => !/\[#*-*\] (\d|[1-9]\d|100)%/.test(b) && b !== '\n')).toEqual([]);
+  });
+
   it('a full rebuild while requests are served changes no answer, loses no event and sends no e-mail', async () => {
     await settled();
     const before = await answers();
@@ -339,6 +361,22 @@ describe('rebuild progress', () => {
     expect(written.at(-1)).toMatch(
       /\r.*replay +\[#{15}-{15}\] 50% {2}500\/1,000 events {2}500 ev\/s {2}ETA 1s/,
     );
+  });
+  it('draws an empty bar, never throws, for a position before the first event read', () => {
+    // EventStoreDB positions are byte offsets: the first event may be far past 0.
+    const written: string[] = [];
+    const print = progressPrinter(
+      { isTTY: true, write: (s: string) => written.push(s) > 0 },
+      { now: () => 0 },
+    );
+    print({
+      phase: 'replay',
+      events: 0,
+      position: { commit: -1n, prepare: -1n },
+      target: { commit: 1000n, prepare: 1000n },
+      first: { commit: 900n, prepare: 900n },
+    });
+    expect(written.at(-1)).toMatch(/replay +\[-{30}\] 0% {2}0\/0 events/);
   });
   it('writes plain lines, not too often, when not a terminal', () => {
     let clock = 0;
