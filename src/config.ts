@@ -81,7 +81,9 @@ export class ConfigError extends Error {
 function weakSecretProblem(secret: string): string | null {
   if (KNOWN_DEV_SECRETS.some((k) => k.toLowerCase() === secret.trim().toLowerCase()))
     return 'JWT_SECRET is a published development value; set a random secret of 32 bytes or more';
-  if (Buffer.byteLength(secret) < 32) return 'JWT_SECRET must be at least 32 bytes with NODE_ENV=production';
+  // White space around a secret adds nothing to guess (32 spaces, a value padded by a template, were taken).
+  if (Buffer.byteLength(secret.trim()) < 32)
+    return 'JWT_SECRET must be at least 32 bytes (white space around it not counted) with NODE_ENV=production';
   return null;
 }
 

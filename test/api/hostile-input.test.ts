@@ -335,6 +335,10 @@ describe('production configuration', () => {
     ])
       expect(prod({ JWT_SECRET: s })).toThrow(ConfigError);
     expect(prod({ JWT_SECRET: 'x'.repeat(31) })).toThrow(/32 bytes/);
+    // White space is not secret: 32 spaces, or a short value padded to 32 bytes, are refused.
+    expect(prod({ JWT_SECRET: ' '.repeat(32) })).toThrow(/32 bytes/);
+    expect(prod({ JWT_SECRET: `abc${' '.repeat(29)}\n` })).toThrow(/32 bytes/);
+    expect(prod({ JWT_SECRET: `\t${'k'.repeat(32)}\n` })().jwt.secret).toBe(`\t${'k'.repeat(32)}\n`);
   });
 
   it('starts with a 32-byte secret or a public key', () => {
