@@ -135,7 +135,7 @@ function webhookConfig(env: NodeJS.ProcessEnv): Config['webhooks'] {
     throw new ConfigError('WEBHOOK_ALLOW_LOOPBACK=true is for tests and development, not production');
   const given = env.WEBHOOK_SIGNING_KEY;
   if (given) {
-    if (production && (Buffer.byteLength(given) < 32 || given === DEV_WEBHOOK_KEY))
+    if (production && (Buffer.byteLength(given.trim()) < 32 || given.trim() === DEV_WEBHOOK_KEY))
       throw new ConfigError('WEBHOOK_SIGNING_KEY must be a random value of at least 32 bytes in production');
     return { signingKey: given, usingDevKey: false, allowLoopback };
   }

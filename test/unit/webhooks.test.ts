@@ -101,6 +101,9 @@ describe('webhook configuration', () => {
       'w'.repeat(32),
     );
     expect(() => prod({ JWT_SECRET: jwtSecret, WEBHOOK_SIGNING_KEY: 'short' })).toThrow(ConfigError);
+    // White space around a key is not counted: 32 spaces, or a short key padded to 32 bytes, are refused.
+    for (const padded of [' '.repeat(32), `short${' '.repeat(27)}\n`])
+      expect(() => prod({ JWT_SECRET: jwtSecret, WEBHOOK_SIGNING_KEY: padded })).toThrow(ConfigError);
     expect(() => prod({ JWT_SECRET: jwtSecret, WEBHOOK_ALLOW_LOOPBACK: 'true' })).toThrow(ConfigError);
     const derived = prod({ JWT_SECRET: jwtSecret }).signingKey;
     expect(derived).toMatch(/^[0-9a-f]{64}$/);
