@@ -9,6 +9,7 @@ import {
   freeSlotsUntil,
   localDate,
   offeredRulesOf,
+  packageLastDay,
   placeKey,
   type FreeSlot,
   type Reservation,
@@ -26,7 +27,7 @@ import { toServiceOut, type ServiceOut } from '../src/resources/service';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
 import { MAX_SESSION_MINUTES } from '../commands/services/codecs';
 import { coachServices } from './services';
-import { clientPackages, clientPackagesUntil } from './packages';
+import { clientPackagesUntil } from './packages';
 import { ReadCache, fillHole, holedJson, type HoledJson } from '../src/readModels/readCache';
 import { EVERYTHING, ensureScopes, readTokens, userScope } from '../src/readModels/readVersions';
 
@@ -259,8 +260,20 @@ const slotsFor = (
   now: Date,
   travel: number,
   place: string,
+  packageUntil?: number,
 ): FreeSlot[] =>
-  schedule ? freeSlots(schedule, reservations, offeredRulesOf(s, place), from, to, now, travel) : [];
+  schedule
+    ? freeSlots(schedule, reservations, offeredRules(s, place, packageUntil), from, to, now, travel)
+    : [];
+
+/**
+ * The rules availability offers a service's slots by; `packageUntil`: the end of the caller's open package
+ * of it, whose sessions are offered up to then (see SlotRules.packageUntil).
+ */
+const offeredRules = (s: ServiceOut, place: string, packageUntil?: number) => ({
+  ...offeredRulesOf(s, place),
+  ...(packageUntil !== undefined ? { packageUntil } : {}),
+});
 
 const ServicePath = t.type({ service_id: Uuid });
 const CoachPath = t.type({ coach_id: Uuid });
@@ -273,6 +286,8 @@ const queryKey = (query: Record<string, unknown>) => JSON.stringify(RANGE_KEYS.m
 interface CachedAvailability {
   coachId: string;
   answer: HoledJson;
+  /** The last instant a package bought now may hold a session (Infinity for a single-session service). */
+  packageEnd: number;
 }
 
 /**
@@ -297,7 +312,8 @@ const PACKAGES_BOUNDS = { maxEntries: 10_000, maxBytes: 2 * 2 ** 20 };
 export function availabilityQueries(deps: AppDeps): Router {
   const router = new Router();
   const answers = new ReadCache<CachedAvailability>(AVAILABILITY_BOUNDS);
-  const packagesOf = new ReadCache<string>(PACKAGES_BOUNDS);
+  /** The caller's open packages of a service as answered, and the latest end of them (`openUntil`). */
+  const packagesOf = new ReadCache<{ text: string; openUntil: number | undefined }>(PACKAGES_BOUNDS);
   deps.metrics.watchReadCache('availability', () => answers.stats());
   deps.metrics.watchReadCache('availability_packages', () => packagesOf.stats());
 
@@ -324,20 +340,37 @@ export function availabilityQueries(deps: AppDeps): Router {
       return epoch === undefined || v === undefined ? undefined : `${epoch}|${v}`;
     };
     const packagesKey = caller ? `${caller.userId}/${serviceId}` : '';
-    const hit = answers.get(key, (a) => tokenOf(userScope(a.coachId)), at);
-    const shared = hit ?? (await computeShared());
-    let packagesText = callerScope ? packagesOf.get(packagesKey, tokenOf(callerScope), at) : '[]';
-    if (packagesText === undefined && caller && callerScope) {
+    let packaged = callerScope
+      ? packagesOf.get(packagesKey, tokenOf(callerScope), at)
+      : { text: '[]', openUntil: undefined };
+    if (packaged === undefined && caller && callerScope) {
       // The caller's own packages of this service with sessions left to book (`packageId` in booking).
-      const { packages, until } = await clientPackagesUntil(deps.db, caller.userId, { serviceId }, now);
-      packagesText = JSON.stringify(packages.filter((p) => p.open));
+      const { packages, until, openUntil } = await clientPackagesUntil(
+        deps.db,
+        caller.userId,
+        { serviceId },
+        now,
+      );
+      packaged = {
+        text: JSON.stringify(packages.filter((p) => p.open)),
+        openUntil: openUntil.get(serviceId),
+      };
       const token = tokenOf(callerScope);
       if (token !== undefined)
-        packagesOf.set(packagesKey, token, packagesText, 2 * packagesText.length, at, until);
+        packagesOf.set(packagesKey, token, packaged, 2 * packaged.text.length, at, until);
       else await ensureScopes(deps.db, [callerScope]);
     }
+    const hit = answers.get(key, (a) => tokenOf(userScope(a.coachId)), at);
+    const common = hit ?? (await computeShared());
+    // The holder of an open package is offered its slots up to the package's own last day, when a coach
+    // who shortened expiresInDays put it after a new package's: an answer of its own, never cached.
+    const holderUntil = packaged?.openUntil;
+    const shared =
+      holderUntil !== undefined && holderUntil > common.packageEnd
+        ? await computeShared(holderUntil)
+        : common;
     ctx.type = 'application/json';
-    ctx.body = fillHole(shared.answer, packagesText ?? '[]');
+    ctx.body = fillHole(shared.answer, packaged?.text ?? '[]');
 
     async function holdsOpenPackage(clientId: string, service: string): Promise<boolean> {
       const { packages } = await clientPackagesUntil(deps.db, clientId, { serviceId: service }, now);
@@ -345,7 +378,7 @@ export function availabilityQueries(deps: AppDeps): Router {
     }
 
     /** The answer without the caller's packages, computed (and cached when it may be). */
-    async function computeShared(): Promise<CachedAvailability> {
+    async function computeShared(packageUntil?: number): Promise<CachedAvailability> {
       const { lo, hi } = holdWindow(ctx.query, now);
       const res = await deps.db.query<{
         id: string;
@@ -380,7 +413,7 @@ export function availabilityQueries(deps: AppDeps): Router {
         ? freeSlotsUntil(
             row.schedule,
             reservations,
-            offeredRulesOf(service, candidatePlace(ctx.query)),
+            offeredRules(service, candidatePlace(ctx.query), packageUntil),
             from,
             to,
             now,
@@ -403,13 +436,17 @@ export function availabilityQueries(deps: AppDeps): Router {
         'packages',
         '[]',
       );
-      const answer = { coachId: row.coach_id, answer: holed };
+      const packageEnd =
+        service.numberOfSessions > 1
+          ? packageLastDay(now.toISOString(), service.expiresInDays, zone).endOf('day').toMillis()
+          : Infinity;
+      const answer = { coachId: row.coach_id, answer: holed, packageEnd };
       const coachScope = userScope(row.coach_id);
       const token = tokenOf(coachScope);
       // The default range starts today in the coach's zone: true until the next local midnight.
       const rangeUntil = ctx.query.from_date === undefined ? nextLocalMidnight(now, zone) : Infinity;
-      // A service not approved shows only to its coach: never cached.
-      if (row.status === 'approved' && token !== undefined)
+      // A service not approved shows only to its coach: never cached; nor one answered to a holder.
+      if (row.status === 'approved' && token !== undefined && packageUntil === undefined)
         answers.set(key, token, answer, holed.bytes.length, at, Math.min(until, rangeUntil));
       else if (token === undefined)
         // A scope with no version row yet gets one, so that the next read can be served from the cache.
@@ -435,9 +472,10 @@ export function availabilityQueries(deps: AppDeps): Router {
     const travel = await candidateTravel(deps.db, coachId, ctx.query);
     const place = candidatePlace(ctx.query);
     const { schedule, reservations } = await calendarOf(deps.db, coachId, from, to, travel);
-    const packages = caller
-      ? (await clientPackages(deps.db, caller.userId, { coachId }, deps.clock())).filter((p) => p.open)
-      : [];
+    const held = caller
+      ? await clientPackagesUntil(deps.db, caller.userId, { coachId }, deps.clock())
+      : { packages: [], openUntil: new Map<string, number>() };
+    const packages = held.packages.filter((p) => p.open);
     // The approved services, and any other (withdrawn, or back in review) of which the caller holds an open
     // package: its remaining sessions are owed and can be booked, as on endpoint 6.
     const owed = new Set(packages.map((p) => p.serviceId));
@@ -452,7 +490,17 @@ export function availabilityQueries(deps: AppDeps): Router {
       minutesTravel: travel,
       services: services.map((s) => ({
         service: s,
-        slots: slotsFor(s, schedule, reservations, from, to, deps.clock(), travel, place),
+        slots: slotsFor(
+          s,
+          schedule,
+          reservations,
+          from,
+          to,
+          deps.clock(),
+          travel,
+          place,
+          held.openUntil.get(s.id),
+        ),
         packages: packages.filter((p) => p.serviceId === s.id),
       })),
     };

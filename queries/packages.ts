@@ -35,15 +35,17 @@ export async function clientPackages(
 
 /**
  * `clientPackages`, and `until`: the first instant (epoch ms, exclusive) at which time alone changes the
- * answer (a package expires: `expired` and `open` flip). Nothing else here depends on `now`.
+ * answer (a package expires: `expired` and `open` flip). Nothing else here depends on `now`. `openUntil`:
+ * by service, the latest instant a session of the client's open packages of it may take place.
  */
 export async function clientPackagesUntil(
   db: Queryable,
   clientId: string,
   filter: { coachId?: string; serviceId?: string },
   now: Date,
-): Promise<{ packages: PackageOut[]; until: number }> {
+): Promise<{ packages: PackageOut[]; until: number; openUntil: Map<string, number> }> {
   let until = Infinity;
+  const openUntil = new Map<string, number>();
   const res = await db.query<{
     group_id: string;
     service_id: string;
@@ -73,6 +75,8 @@ export async function clientPackagesUntil(
       const expired = now.getTime() > expiresAt;
       if (!expired) until = Math.min(until, expiresAt + 1);
       const remaining = Math.max(0, n - used);
+      const open = remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state);
+      if (open) openUntil.set(r.service_id, Math.max(openUntil.get(r.service_id) ?? -Infinity, expiresAt));
       return {
         packageId: r.group_id,
         serviceId: r.service_id,
@@ -83,8 +87,8 @@ export async function clientPackagesUntil(
         expirationDate: packageLastDay(bookedAt, r.terms.expiresInDays, r.timezone).toFormat('dd/MM/yyyy'),
         expired,
         paymentState: r.payment_state,
-        open: remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state),
+        open,
       };
     });
-  return { packages, until };
+  return { packages, until, openUntil };
 }

@@ -62,6 +62,13 @@ export interface SlotRules {
    * The calendar decider leaves it out: it answers such a slot `package_expired`, not `slot_unavailable`.
    */
   packageDays?: number;
+  /**
+   * Availability only, with `packageDays`: the caller holds an open package of the service whose sessions
+   * may take place until this instant (epoch ms, the end of its own last day), later than a package bought
+   * now would allow (the coach shortened `expiresInDays` since): its slots are offered up to it, as the
+   * holder books them with its `packageId`.
+   */
+  packageUntil?: number;
 }
 
 /** A service's rules for its slots: availability shows and booking checks the very same ones. */
@@ -276,7 +283,10 @@ export function freeSlotsUntil(
   const packageEnd =
     rules.packageDays === undefined
       ? Infinity
-      : packageLastDay(now.toISOString(), rules.packageDays, zone).endOf('day').toMillis();
+      : Math.max(
+          packageLastDay(now.toISOString(), rules.packageDays, zone).endOf('day').toMillis(),
+          rules.packageUntil ?? -Infinity,
+        );
   const packageMoves =
     rules.packageDays === undefined
       ? Infinity
