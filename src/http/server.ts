@@ -23,6 +23,16 @@ export const DEFAULT_TIMEOUTS: ServerTimeouts = {
   responseIdleTimeoutMs: 60_000,
 };
 
+/**
+ * Ends a request whose body stopped arriving. Destroying only its socket once the 408 was sent left the
+ * request stream open for ever (no 'aborted' or 'close': its response had finished), so an upload's reader
+ * waited on it and its partly written temporary file stayed in DATA_DIR/uploads.
+ */
+function abandon(req: http.IncomingMessage) {
+  req.destroy();
+  req.socket.destroy();
+}
+
 /** The documented error body, written straight to a socket Node's HTTP parser gave up on. */
 function rawError(socket: Duplex, status: number, reason: string, error: string, message: string) {
   const body = JSON.stringify({ error, message, code: status });
@@ -90,8 +100,8 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
               'content-length': Buffer.byteLength(body),
               connection: 'close',
             });
-            res.end(body, () => req.socket.destroy());
-          } else req.socket.destroy();
+            res.end(body, () => abandon(req));
+          } else abandon(req);
         });
         // The socket timeout set above is meant for the body only: once the body is in, a slow handler must
         // not lose its socket (the response's listener above keeps Node from destroying it), and Node sets

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
@@ -5,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { ConfigError, loadConfig } from '../../src/config';
 import { DEFAULT_TIMEOUTS, createHttpServer } from '../../src/http/server';
-import { marketplace } from '../support/marketplace';
+import { eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /**
@@ -75,6 +77,30 @@ describe('transport', () => {
     expect(r.status).toBe(408);
     expect(r.body).toEqual({ error: 'request_timeout', message: expect.any(String), code: 408 });
     expect(ms).toBeLessThan(10_000);
+  });
+
+  it('removes the partial file of an upload whose body stops arriving (408), as of one the client drops', async () => {
+    const uploads = path.join(t.config.dataDir, 'uploads');
+    const leftovers = () => (fs.existsSync(uploads) ? fs.readdirSync(uploads) : []);
+    const part =
+      '--B\r\nContent-Disposition: form-data; name="file"; filename="v.mp4"\r\nContent-Type: video/mp4\r\n\r\n';
+    for (const sent of [10, 200_000]) {
+      const { text } = await raw(
+        [
+          `POST /api/v1/storage/video HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.token(randomUUID(), ['coach'])}\r\n` +
+            `Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 5000000\r\n\r\n${part}${'v'.repeat(sent)}`,
+        ],
+        { holdOpenMs: 20_000 },
+      );
+      expect(statusAndBody(text).status).toBe(408);
+      expect(
+        await eventually(
+          async () => leftovers(),
+          (l) => l.length === 0,
+          5_000,
+        ),
+      ).toEqual([]);
+    }
   });
 
   it('answers headers that stop arriving with 408 in the error shape', async () => {
