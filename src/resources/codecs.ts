@@ -12,6 +12,7 @@ import type { UserProfileOut } from './userProfile';
 import type { WebhookDeliveryOut } from '../../queries/webhooks';
 import type { PackageOut } from '../../queries/packages';
 import type { EmailDeliveryOut } from '../readModels/emailDeliveries';
+import { describeSchema } from '../http/openapi/jsonSchema';
 
 /**
  * io-ts codecs of the API's answers: what /openapi.json documents (src/http/openapi) and what the API tests
@@ -26,37 +27,58 @@ const nullable = <C extends t.Mixed>(c: C) => t.union([c, t.null]);
 const s = t.string;
 const n = t.number;
 const b = t.boolean;
+/** A JSON integer (the interface document's `integer`): documented as `type: integer`. */
+export const int = describeSchema(
+  new t.Type<number, number, unknown>(
+    'Integer',
+    (u): u is number => typeof u === 'number' && Number.isInteger(u),
+    (u, c) => (typeof u === 'number' && Number.isInteger(u) ? t.success(u) : t.failure(u, c)),
+    t.identity,
+  ),
+  { type: 'integer' },
+);
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The interface document's `string (uuid)`: documented as `format: uuid`. */
+const uuid = describeSchema(
+  new t.Type<string, string, unknown>(
+    'UuidOut',
+    (u): u is string => typeof u === 'string' && UUID_RE.test(u),
+    (u, c) => (typeof u === 'string' && UUID_RE.test(u) ? t.success(u) : t.failure(u, c)),
+    t.identity,
+  ),
+  { type: 'string', format: 'uuid' },
+);
 
 export const ServiceOutCodec = closed('ServiceOut', {
-  id: s,
+  id: uuid,
   name: s,
   description: s,
   promo: b,
   price: n,
   priceCurrency: s,
   serviceOtherType: s,
-  sessionMinutesDuration: n,
-  sessionCancellationHours: n,
+  sessionMinutesDuration: int,
+  sessionCancellationHours: int,
   status: t.keyof({ review: null, approved: null, rejected: null }),
   serviceTypes: t.array(s),
-  numberOfSessions: n,
-  expiresInDays: n,
+  numberOfSessions: int,
+  expiresInDays: int,
   groupSession: b,
-  maxGroupSize: n,
+  maxGroupSize: int,
   slots: t.array(s),
-  minimumNoticeHours: n,
-  bookingWindowDays: n,
+  minimumNoticeHours: int,
+  bookingWindowDays: int,
 });
 
 export const FileBaseCodec = closed('FileBase', {
-  id: s,
+  id: uuid,
   title: s,
   description: s,
   contentType: s,
   originFilename: s,
   url: s,
   thumb: s,
-  filesize: n,
+  filesize: int,
   status: s,
 });
 
@@ -68,7 +90,7 @@ export const ProfileMediaOutCodec = closed('ProfileMedia', {
 });
 
 export const AddressOutCodec = closed('AddressOut', {
-  id: s,
+  id: uuid,
   lat: n,
   lng: n,
   zoom: n,
@@ -86,10 +108,10 @@ export const AddressOutCodec = closed('AddressOut', {
 });
 
 export const NotificationOutCodec = closed('Notification', {
-  id: s,
+  id: uuid,
   type: s,
   contentType: s,
-  contentId: s,
+  contentId: uuid,
   message: s,
   unread: b,
   createdAt: s,
@@ -109,10 +131,10 @@ export const PaymentOutCodec = closedWith(
     status: s,
     price: n,
     currency: s,
-    methodId: n,
-    coachId: s,
-    clientId: s,
-    serviceId: s,
+    methodId: int,
+    coachId: uuid,
+    clientId: uuid,
+    serviceId: uuid,
   },
   { clientSecret: s, checkout: t.UnknownRecord },
 );
@@ -140,7 +162,7 @@ export const ReviewOutCodec = closed('Review', {
   serviceId: s,
   clientId: s,
   clientName: s,
-  rating: n,
+  rating: int,
   comment: s,
   createdAt: s,
 });
@@ -148,26 +170,26 @@ export const ReviewOutCodec = closed('Review', {
 const LatLng = closed('LatLng', { lat: n, lng: n });
 
 export const SessionOutCodec = closed('Session', {
-  id: s,
+  id: uuid,
   name: s,
   state: s,
   price: n,
   currency: s,
-  dayAvailability: n,
-  minutesDuration: n,
-  minutesTravel: n,
+  dayAvailability: int,
+  minutesDuration: int,
+  minutesTravel: int,
   promo: b,
   parking: s,
   parkingDescription: s,
   orderDescription: s,
-  paymentId: s,
-  coachId: s,
-  clientId: s,
-  serviceId: s,
-  addressId: nullable(s),
+  paymentId: uuid,
+  coachId: uuid,
+  clientId: uuid,
+  serviceId: uuid,
+  addressId: nullable(uuid),
   clientAddress: s,
   clientLocation: nullable(LatLng),
-  groupId: s,
+  groupId: uuid,
   expirationDate: s,
   paymentState: s,
   paymentExpirationAt: s,
@@ -178,7 +200,7 @@ export const SessionOutCodec = closed('Session', {
 });
 
 export const UserOutCodec = closed('User', {
-  id: s,
+  id: uuid,
   username: s,
   name: s,
   surname: s,
@@ -211,9 +233,9 @@ export const PackageOutCodec = closed('Package', {
   packageId: s,
   serviceId: s,
   serviceName: s,
-  numberOfSessions: n,
-  bookedSessions: n,
-  remainingSessions: n,
+  numberOfSessions: int,
+  bookedSessions: int,
+  remainingSessions: int,
   expirationDate: s,
   expired: b,
   paymentState: s,
@@ -227,7 +249,7 @@ export const CoachClientCodec = closed('CoachClient', {
 });
 
 export const UserProfileOutCodec = closed('UserProfileOut', {
-  id: s,
+  id: uuid,
   gender: s,
   birthDate: nullable(s),
   timezone: s,
@@ -235,7 +257,7 @@ export const UserProfileOutCodec = closed('UserProfileOut', {
   lastName: s,
   description: s,
   languages: t.array(s),
-  experience: n,
+  experience: int,
   requiresParking: b,
   type: s,
   username: s,
@@ -249,8 +271,8 @@ export const UserProfileOutCodec = closed('UserProfileOut', {
   mediaType: s,
   mediaUrl: s,
   mediaPreviewUrl: s,
-  sessionCount: n,
-  totalPayment: n,
+  sessionCount: int,
+  totalPayment: int,
   totalPaymentCurrency: s,
   profileCompletion: n,
 });
@@ -301,12 +323,12 @@ export const PublicCoachProfileOutCodec = closed('PublicCoachProfileOut', {
   videos: t.array(FileBaseCodec),
   certificates: t.array(FileBaseCodec),
   distance: nullable(n),
-  experience: n,
+  experience: int,
   price: nullable(n),
   minPrice: nullable(n),
   maxPrice: nullable(n),
   priceCurrency: nullable(s),
-  sessionCount: n,
+  sessionCount: int,
   verified: b,
 });
 
@@ -326,7 +348,7 @@ export const ScheduleCodec = closed('Schedule', {
   overrides: t.record(s, t.array(Interval)),
 });
 
-const FreeSlot = closed('FreeSlot', { slot: s, startsAt: s, endsAt: s, remainingSeats: n });
+const FreeSlot = closed('FreeSlot', { slot: s, startsAt: s, endsAt: s, remainingSeats: int });
 
 /** 6. Free slots of one service. */
 export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
@@ -335,8 +357,8 @@ export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
   timezone: s,
   fromDate: s,
   toDate: s,
-  minutesDuration: n,
-  minutesTravel: n,
+  minutesDuration: int,
+  minutesTravel: int,
   groupSession: b,
   slots: t.array(FreeSlot),
   packages: t.array(PackageOutCodec),
@@ -348,7 +370,7 @@ export const CoachAvailabilityCodec = closed('CoachAvailability', {
   timezone: s,
   fromDate: s,
   toDate: s,
-  minutesTravel: n,
+  minutesTravel: int,
   services: t.array(
     closed('ServiceSlots', {
       service: ServiceOutCodec,
@@ -388,7 +410,7 @@ export const SessionAuditCodec = closed('SessionAudit', {
   events: t.array(t.intersection([AuditEvent, t.type({ id: s })])),
 });
 
-const TypeCounts = { total: n, unread: n, delivered: n };
+const TypeCounts = { total: int, unread: int, delivered: int };
 /** 31. Notification counts, overall and per type. */
 export const NotificationCountsCodec = closed('NotificationCounts', {
   ...TypeCounts,

@@ -141,10 +141,16 @@ describe('GET /openapi.json', () => {
     });
     const upload = document.paths['/api/v1/storage/video'].post.requestBody.content['multipart/form-data'];
     expect(upload.schema.required).toEqual(['file']);
+    // Profile media (14) takes a picture, a video or a PDF: not described as an image only.
+    const media =
+      document.paths['/api/v1/storage/profile/media'].post.requestBody.content['multipart/form-data'];
+    expect(media.schema.properties.file.contentMediaType).toBe('application/octet-stream');
+    expect(media.encoding.file.contentType).toBe('image/*, video/*, application/pdf');
+    expect(upload.schema.properties.file.contentMediaType).toBe('video/*');
 
     expect(document.components.schemas.ErrorResponse).toEqual({
       type: 'object',
-      properties: { error: { type: 'string' }, message: { type: 'string' }, code: { type: 'number' } },
+      properties: { error: { type: 'string' }, message: { type: 'string' }, code: { type: 'integer' } },
       required: ['error', 'message', 'code'],
       additionalProperties: false,
     });
@@ -152,6 +158,49 @@ describe('GET /openapi.json', () => {
     const profile = document.paths['/api/v1/users/{user_id}'].put;
     expect(profile.requestBody.content['application/json'].example.firstName).toBe('Anna');
     expect(profile.parameters[0].example).toBe('5eedc11e-0000-4000-8000-000000000001');
+  });
+
+  it("types the interface document's integer and uuid fields as integer and format uuid (section 2)", () => {
+    const integers: Record<string, string[]> = {
+      FileBase: ['filesize'],
+      Service: [
+        'sessionMinutesDuration',
+        'sessionCancellationHours',
+        'numberOfSessions',
+        'expiresInDays',
+        'maxGroupSize',
+      ],
+      Session: ['dayAvailability', 'minutesDuration', 'minutesTravel'],
+      Payment: ['methodId'],
+      UserProfileOut: ['experience', 'sessionCount', 'totalPayment'],
+      PublicCoachProfileOut: ['experience', 'sessionCount'],
+      ErrorResponse: ['code'],
+    };
+    const uuids: Record<string, string[]> = {
+      FileBase: ['id'],
+      Service: ['id'],
+      Session: ['id', 'paymentId', 'coachId', 'clientId', 'serviceId', 'addressId', 'groupId'],
+      Payment: ['coachId', 'clientId', 'serviceId'],
+      User: ['id'],
+      UserProfileOut: ['id'],
+      Notification: ['id', 'contentId'],
+      AddressOut: ['id'],
+    };
+    const schemas = document.components.schemas;
+    // A nullable field (Session.addressId) is `anyOf: [<the type>, null]`.
+    const typeOf = (s: any) => s.anyOf?.find((m: any) => m.type !== 'null') ?? s;
+    for (const [name, fields] of Object.entries(integers))
+      for (const f of fields)
+        expect({ field: `${name}.${f}`, schema: typeOf(schemas[name].properties[f]) }).toEqual({
+          field: `${name}.${f}`,
+          schema: { type: 'integer' },
+        });
+    for (const [name, fields] of Object.entries(uuids))
+      for (const f of fields)
+        expect({ field: `${name}.${f}`, schema: typeOf(schemas[name].properties[f]) }).toEqual({
+          field: `${name}.${f}`,
+          schema: { type: 'string', format: 'uuid' },
+        });
   });
 
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {

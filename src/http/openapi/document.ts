@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import * as t from 'io-ts';
 import { CLIENTS, COACHES, DEMO_IDS } from '../../cli/demoData';
-import { NAMED_ANSWER_CODECS } from '../../resources/codecs';
+import { NAMED_ANSWER_CODECS, int } from '../../resources/codecs';
 import { guardOf, type Role } from '../auth';
 import { takesMultipart } from '../multipart';
 import { toJsonSchema, type JsonSchema, type SchemaRefs } from './jsonSchema';
@@ -66,10 +66,7 @@ function seedExamples(): Record<string, unknown> {
   };
 }
 
-const ErrorResponse = t.exact(
-  t.type({ error: t.string, message: t.string, code: t.number }),
-  'ErrorResponse',
-);
+const ErrorResponse = t.exact(t.type({ error: t.string, message: t.string, code: int }), 'ErrorResponse');
 const HTTPValidationError = t.exact(
   t.type({
     detail: t.array(
@@ -190,7 +187,12 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
                 ...Object.fromEntries(
                   files.map((f) => [
                     f.name,
-                    { type: 'string', contentMediaType: f.accept.split(',')[0]!.trim() },
+                    {
+                      type: 'string',
+                      // One accepted type names it; several (a picture, a video or a PDF) are any bytes,
+                      // and the encoding below lists the types taken.
+                      contentMediaType: f.accept.includes(',') ? 'application/octet-stream' : f.accept.trim(),
+                    },
                   ]),
                 ),
               },
