@@ -113,7 +113,15 @@
   async function loadDeliveries() {
     let list;
     try {
-      list = await api('GET', '/api/v1/admin/emails?limit=50');
+      // The latest 50, and every failed one however old: a failed e-mail stays in view (with its Retry)
+      // when more than 50 later ones were sent.
+      const [latest, failed] = await Promise.all([
+        api('GET', '/api/v1/admin/emails?limit=50'),
+        api('GET', '/api/v1/admin/emails?status=failed&limit=200'),
+      ]);
+      const shown = new Set(latest.map((d) => d.id));
+      list = latest.concat(failed.filter((d) => !shown.has(d.id)));
+      list.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
     } catch (e) {
       if (e.status === 404) return fill($('deliveries'), [], 'e-mail deliveries are not available');
       throw e;

@@ -19,7 +19,7 @@ const title = CHROMIUM
   ? 'admin page in Chromium'
   : 'admin page in Chromium (skipped: no Chromium found; apt-get install chromium, or set CHROMIUM_PATH)';
 
-const now = new Date('2026-12-01T08:00:00Z');
+let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
 let m: ReturnType<typeof marketplace>;
 let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
@@ -201,4 +201,42 @@ suite(title, () => {
       await page.screenshot({ path: path.join(__dirname, '../../docs/admin-page.png'), fullPage: true });
     }
   });
+
+  it('keeps a failed e-mail in view, with its Retry, after more than 50 later e-mails were sent', async () => {
+    const client = await m.client();
+    const verify = () =>
+      t.request('POST', `/api/v1/notification/private/email/${client.id}/verification`, {
+        token: m.service(),
+      });
+    smtp.rejectNext(1, 550);
+    expect((await verify()).status).toBe(200);
+    const failed = await eventually(
+      async () =>
+        (
+          (await t.request('GET', '/api/v1/admin/emails?status=failed', { token: m.admin() })).body as any[]
+        ).filter((d) => d.recipient === client.id),
+      (list) => list.length === 1,
+      8000,
+    );
+    // The later ones are later (the test clock stands still otherwise).
+    now = new Date(now.getTime() + 60_000);
+    for (let i = 0; i < 55; i++) expect((await verify()).status).toBe(200);
+    await eventually(
+      async () =>
+        (
+          (await t.request('GET', '/api/v1/admin/emails?status=sent&limit=200', { token: m.admin() }))
+            .body as any[]
+        ).filter((d) => d.recipient === client.id).length,
+      (n) => n === 55,
+      20_000,
+    );
+    const before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    const row = `#deliveries tr[data-delivery="${failed[0].id}"]`;
+    expect(await page.getAttribute(row, 'data-state')).toBe('failed');
+    expect(await page.$(`${row} button.retry`)).not.toBeNull();
+    // The latest 50 are there too, newest first.
+    expect(await page.$$eval('#deliveries tr[data-state=sent]', (rows) => rows.length)).toBe(50);
+  }, 60_000);
 });
