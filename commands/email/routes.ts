@@ -7,7 +7,9 @@ import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { Uuid, boundedString, decode, strict } from '../../src/http/validation';
-import type { SessionsBooked } from '../booking/events';
+import { readState } from '../../src/commandHandler';
+import { booking as bookingDecider } from '../booking/decider';
+import { bookingStream, type SessionsBooked } from '../booking/events';
 import { bookingOfSession, loadBooking } from '../booking/lookups';
 import { loadProfile } from '../users/profile';
 import { emailRequest } from './decider';
@@ -100,6 +102,14 @@ export function emailCommands(deps: AppDeps): Router {
       const booking = await loadBooking(deps.store, p.group_id.toLowerCase());
       const role = booking ? roleIn(booking, userId) : null;
       if (!booking || !role) throw notFound('session_not_found', 'no such booking of this user');
+      // The sessions still booked: a declined or canceled one (a package's session moved to another time)
+      // is no longer "received"; a booking with none left names them all, as booked.
+      const states = (await readState(deps.store, bookingStream(booking.groupId), bookingDecider)).sessions;
+      const sessions = byStart(booking);
+      const open = sessions.filter((s) => {
+        const state = states.get(s.sessionId)?.state;
+        return state !== 'declined' && state !== 'canceled';
+      });
       await request(
         ctx,
         userId,
@@ -110,7 +120,7 @@ export function emailCommands(deps: AppDeps): Router {
           role,
           recipientName: profile.firstName,
           serviceName: booking.terms.serviceName,
-          slots: byStart(booking).map((s) => s.slot),
+          slots: (open.length ? open : sessions).map((s) => s.slot),
           timezone: booking.timezone,
         },
       );
