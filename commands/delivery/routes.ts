@@ -5,17 +5,26 @@ import { currentPrincipal, requireRole } from '../../src/http/auth';
 import { metadataOf } from '../../src/http/command';
 import { conflict, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { decode, refine } from '../../src/http/validation';
 import { deliveries } from '../../src/mail/delivery';
 import { emailDeliveryById } from '../../src/readModels/emailDeliveries';
 
 /** A delivery's id is its ledger stream: `delivery-<causing event id>-<recipient>`. */
+const DELIVERY_ID = /^delivery-[\w-]{1,200}$/;
 export const DeliveryIdPath = t.type({
-  delivery_id: refine(
-    t.string,
-    (s) => /^delivery-[\w-]{1,200}$/.test(s),
-    'delivery id',
-    'Input should be a delivery id (delivery-<event id>-<recipient>)',
+  delivery_id: describeSchema(
+    refine(
+      t.string,
+      (s) => DELIVERY_ID.test(s),
+      'delivery id',
+      'Input should be a delivery id (delivery-<event id>-<recipient>)',
+    ),
+    {
+      type: 'string',
+      pattern: DELIVERY_ID.source,
+      description: "the delivery's ledger stream, `delivery-<event id>-<recipient>` (not a uuid)",
+    },
   ),
 });
 

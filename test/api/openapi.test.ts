@@ -133,6 +133,14 @@ describe('GET /openapi.json', () => {
       minimum: 1,
       maximum: 200,
     });
+    // An e-mail delivery's id is its ledger stream, not a uuid (the admin page's Retry sends it).
+    const retry = document.paths['/api/v1/admin/emails/{delivery_id}/retry'].post.parameters[0];
+    expect(retry.schema.format).toBeUndefined();
+    expect(
+      new RegExp(retry.schema.pattern).test(
+        'delivery-e74ba4d6-1147-4e0b-abe9-18b26a41d53d-5eedc0ac-0000-4000-8000-0000000000ff',
+      ),
+    ).toBe(true);
     // Stored files are served by byte ranges too (video players ask so): 206 and 416 are listed.
     const file = document.paths['/api/v1/storage/files/{key}'].get;
     expect(file.responses['206'].headers['Content-Range']).toBeDefined();

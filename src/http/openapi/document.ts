@@ -140,11 +140,14 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
       continue;
     }
     seen.add(key);
+    const own = doc.params
+      ? ((toJsonSchema(doc.params, refs).properties ?? {}) as Record<string, JsonSchema>)
+      : {};
     const parameters: unknown[] = paramNames(route.path).map((name) => ({
       name,
       in: 'path',
       required: true,
-      schema: name.endsWith('_id') ? { type: 'string', format: 'uuid' } : { type: 'string' },
+      schema: own[name] ?? (name.endsWith('_id') ? { type: 'string', format: 'uuid' } : { type: 'string' }),
       ...(PARAM_EXAMPLES[name] ? { example: PARAM_EXAMPLES[name] } : {}),
     }));
     if (doc.query) {

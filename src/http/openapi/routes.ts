@@ -2,6 +2,7 @@ import * as t from 'io-ts';
 import { CreateAddressBody } from '../../../commands/addresses/codecs';
 import { BookingBody, DisputeBody, ReasonBody, ReviewBody } from '../../../commands/booking/codecs';
 import { ScheduleBody } from '../../../commands/calendar/codecs';
+import { DeliveryIdPath } from '../../../commands/delivery/routes';
 import { SessionEmailBody, VerificationBody } from '../../../commands/email/routes';
 import { ChannelBody, MarkReadBody, NotificationEventBody } from '../../../commands/notifications/codecs';
 import { PaymentUpdateBody } from '../../../commands/payments/codecs';
@@ -37,6 +38,8 @@ export interface RouteDoc {
   /** Number of the endpoint in the interface document (section 4). */
   endpoint?: number;
   tag: string;
+  /** Path parameters the route decodes with its own codec (a `t.type`); other `*_id` ones are uuids. */
+  params?: t.Mixed;
   query?: t.Mixed;
   /** JSON body; `optional` when an absent or empty body is fine. */
   body?: { codec: t.Mixed; optional?: boolean; example?: unknown };
@@ -453,6 +456,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'POST /api/v1/admin/emails/:delivery_id/retry': {
     tag: 'Admin',
+    params: DeliveryIdPath,
     summary: 'Retry a failed e-mail now (same Message-ID); answers the delivery afterwards',
     answer: A.EmailDeliveryCodec,
   },
