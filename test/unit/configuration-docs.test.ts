@@ -51,6 +51,17 @@ describe('configuration documentation', () => {
     expect(read_.filter((n) => !documented.has(n))).toEqual([]);
   });
 
+  it("README's Several instances says where uploaded files must live (they are not in the database)", () => {
+    const readme = read('README.md');
+    const section = readme.slice(
+      readme.indexOf('### Several instances'),
+      readme.indexOf('### Production secrets'),
+    );
+    expect(section).toContain('`S3_ENDPOINT`');
+    expect(section).toContain('`DATA_DIR`');
+    expect(section).toContain('404 `file_not_found`');
+  });
+
   it('.env.example names every variable, set or commented out', () => {
     const example = read('.env.example');
     const documented = new Set([...example.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]!));
