@@ -144,6 +144,9 @@ describe('GET /openapi.json', () => {
     // Stored files are served by byte ranges too (video players ask so): 206 and 416 are listed.
     const file = document.paths['/api/v1/storage/files/{key}'].get;
     expect(file.responses['206'].headers['Content-Range']).toBeDefined();
+    // A file comes with its own type (video/mp4, image/png, text/css, ...), which the answer must allow.
+    for (const path of ['/api/v1/storage/files/{key}', '/admin/assets/{asset}', '/docs/{asset}'])
+      expect(Object.keys(document.paths[path].get.responses['200'].content)).toEqual(['*/*']);
     expect(file.responses['416'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/ErrorResponse',
     });

@@ -266,10 +266,9 @@ function securityOf(route: RouterRoute): unknown[] {
 
 function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => JsonSchema) {
   const ok: Record<string, unknown> = {};
-  if (doc.answer === 'binary')
-    ok['application/octet-stream'] = {
-      schema: { type: 'string', contentMediaType: 'application/octet-stream' },
-    };
+  // A file is answered with its own type (the stored one: video/mp4, image/png, application/pdf; an asset's
+  // text/css, application/javascript), so any media type: not one that no answer carries.
+  if (doc.answer === 'binary') ok['*/*'] = { schema: { description: 'The file, with its own Content-Type' } };
   else if (doc.answer === 'prometheus')
     ok['text/plain'] = { schema: { type: 'string', description: 'Prometheus text exposition format 0.0.4' } };
   else if (doc.answer === 'html') ok['text/html'] = { schema: { type: 'string' } };
