@@ -425,5 +425,128 @@ describePg(
         throw err;
       }
     }, 240_000);
+
+    it('decides on the log whichever instance takes a request: a change answered by one holds at once on the other', async () => {
+      // The instances of the test before are done with.
+      for (const i of running) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+      const a = await startInstance({ ...env, INSTANCE_ID: 'a' });
+      running.push(a);
+      const b = await startInstance({ ...env, INSTANCE_ID: 'b' });
+      running.push(b);
+      try {
+        // Setup spread over both; each step below is answered by one instance, then asked of the other.
+        let turn = 0;
+        const t = {
+          token,
+          request: (method: string, p: string, opts?: { token?: string; body?: unknown }) =>
+            call([a, b][turn++ % 2]!, method, p, opts),
+        } as unknown as TestSystem;
+        const m = marketplace(t);
+        const allDay = [{ start: '00:00', end: '24:00' }];
+        const weekly = Object.fromEntries(
+          ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [
+            d,
+            allDay,
+          ]),
+        );
+        const admin = token(randomUUID(), ['admin']);
+        const day = slotAt(5, 10).slice(0, 10);
+
+        // A service rejected on A is refused by B at once (the booking folds the service's stream).
+        const rejected = await m.coach({ timezone: 'UTC', weekly });
+        const rejectedService = await m.offering(rejected, { minimumNoticeHours: 0 });
+        const client = await m.client();
+        expect(
+          (
+            await call(a, 'POST', `/api/v1/admin/services/${rejectedService}/reject`, {
+              token: admin,
+              body: {},
+            })
+          ).status,
+        ).toBe(200);
+        expect(
+          (
+            await call(b, 'POST', `/api/v1/service/${rejectedService}`, {
+              token: client.token,
+              body: { slots: [`${day}T10:00:00`] },
+            })
+          ).body,
+        ).toMatchObject({ error: 'service_not_found' });
+
+        // A day closed on A is closed on B at once, for booking and for availability (B's cache included).
+        const coach = await m.coach({ timezone: 'UTC', weekly });
+        const serviceId = await m.offering(coach, { minimumNoticeHours: 0 });
+        const availability = async (on: Instance) =>
+          (
+            (
+              await call(
+                on,
+                'GET',
+                `/api/v1/service/${serviceId}/availability?from_date=${day}&to_date=${day}`,
+              )
+            ).body as { slots: { slot: string }[] }
+          ).slots.map((x) => x.slot);
+        for (let i = 0; i < 3; i++) expect(await availability(b)).toContain(`${day}T10:00:00`);
+        expect(
+          (
+            await call(a, 'PUT', '/api/v1/coach/schedule', {
+              token: coach.token,
+              body: { timezone: 'UTC', weekly, overrides: { [day]: [] } },
+            })
+          ).status,
+        ).toBe(200);
+        expect(await availability(b)).toEqual([]);
+        expect(
+          (
+            await call(b, 'POST', `/api/v1/service/${serviceId}`, {
+              token: client.token,
+              body: { slots: [`${day}T10:00:00`] },
+            })
+          ).body,
+        ).toMatchObject({ error: 'slot_unavailable' });
+        expect(
+          (
+            await call(b, 'PUT', '/api/v1/coach/schedule', {
+              token: coach.token,
+              body: { timezone: 'UTC', weekly },
+            })
+          ).status,
+        ).toBe(200);
+
+        // A booking under an Idempotency-Key on A, retried on B: B replays A's answer (the same ids), and the
+        // slot B's availability no longer offers is the one A booked.
+        const key = randomUUID();
+        const keyed = (on: Instance) =>
+          fetch(`${on.baseUrl}/api/v1/service/${serviceId}`, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              authorization: `Bearer ${client.token}`,
+              'idempotency-key': key,
+            },
+            body: JSON.stringify({ slots: [`${day}T10:00:00`] }),
+          });
+        const first = await keyed(a);
+        expect(first.status).toBe(200);
+        const again = await keyed(b);
+        expect(again.status).toBe(200);
+        expect(again.headers.get('idempotent-replayed')).toBe('true');
+        const [booked] = (await first.json()) as { id: string; groupId: string; paymentId: string }[];
+        expect(await again.json()).toEqual([expect.objectContaining({ ...booked })]);
+        expect(await availability(b)).not.toContain(`${day}T10:00:00`);
+        const holds = (await logged()).filter(
+          (e) => e.type === 'SlotsReserved' && e.data.clientId === client.id,
+        );
+        expect(holds.map((e) => e.data.groupId)).toEqual([booked!.groupId]);
+
+        // The party's session action on B, at once, for the booking A took.
+        expect(
+          (await call(b, 'POST', `/api/v1/session/${booked!.id}/approve`, { token: coach.token })).body,
+        ).toMatchObject({ id: booked!.id, state: 'approved' });
+      } catch (err) {
+        for (const i of running) console.error(`--- instance ${i.id}\n${i.output.join('').slice(-4000)}`);
+        throw err;
+      }
+    }, 120_000);
   },
 );
