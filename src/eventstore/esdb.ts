@@ -40,9 +40,18 @@ export class SubscriptionEndedError extends Error {
 const UNAVAILABLE_TYPES = ['unavailable', 'deadline-exceeded', 'not-leader', 'cancelled', 'timeout'];
 /** GRPC status codes the client sometimes hands over raw (a failed connect before any command runs). */
 const RAW_GRPC: Record<number, string> = { 1: 'cancelled', 4: 'deadline-exceeded', 14: 'unavailable' };
+/**
+ * A node that is up but not ready (opening its database, electing a leader) or overloaded answers an append
+ * sent through BatchAppend with a bare status: no code, `google.protobuf.Empty` details, and one of these
+ * messages (EventStoreDB 23.10/24.10, `Streams.BatchAppend.cs`). The client cannot place it and hands over
+ * an UnknownError "Could not recognize <message>"; reads and Streams.Append get UNAVAILABLE for the same.
+ */
+const NOT_READY = /\b(Server Is Not Ready|Server Is (Too )?Busy|No leader info available)\b/;
 /** What kind of failure: the client's `type`, or the kind a raw gRPC error's status code stands for. */
 const typeOf = (err: unknown): string | undefined => {
-  const e = err as { type?: unknown; code?: unknown; details?: unknown };
+  const e = err as { type?: unknown; code?: unknown; details?: unknown; message?: unknown };
+  if (e?.type === 'unknown' && typeof e.message === 'string' && NOT_READY.test(e.message))
+    return 'unavailable';
   if (typeof e?.type === 'string') return e.type;
   if (typeof e?.code === 'number' && typeof e.details === 'string') return RAW_GRPC[e.code];
   return undefined;

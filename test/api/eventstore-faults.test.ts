@@ -48,7 +48,8 @@ describe('service on EventStoreDB through node faults', () => {
     const clients = await Promise.all(slots.map(() => m.client()));
     const results: { status: number; body: any; client: (typeof clients)[number] }[] = [];
     let next = 0;
-    // Four clients book at a time; the node goes down after the first few bookings and stays down 1.5 s.
+    // Four clients book at a time; the node goes down after the first few bookings and stays down 1.5 s,
+    // then is up but not ready for 1 s more (as a real node opening its database and becoming leader).
     const worker = async () => {
       while (next < slots.length) {
         const i = next++;
@@ -61,7 +62,7 @@ describe('service on EventStoreDB through node faults', () => {
     };
     const restart = (async () => {
       while (results.length < 4) await new Promise((r) => setTimeout(r, 10));
-      await double.restart({ downMs: 1500 });
+      await double.restart({ downMs: 1500, notReadyMs: 1000 });
     })();
     await Promise.all([worker(), worker(), worker(), worker(), restart]);
     expect(double.stats().restarts).toBe(1);

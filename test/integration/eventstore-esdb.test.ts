@@ -147,6 +147,30 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['Before', 'During']);
   });
 
+  it('a node back up but not ready yet (or too busy) is waited for: an append lands once it is ready', async () => {
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('Before')]);
+    // A real node accepts connections while it opens its database and becomes leader; BatchAppend answers
+    // "Server Is Not Ready" with a bare status the client reports as an UnknownError.
+    await double.restart({ downMs: 100, notReadyMs: 700 });
+    await store.append(s, [ev('During')], { expectedRevision: 0n });
+    double.notReady(500, { busy: true });
+    await store.append(s, [ev('Busy')], { expectedRevision: 1n });
+    expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['Before', 'During', 'Busy']);
+  });
+
+  it('a node that stays not ready: appends and reads fail with EventStoreUnavailableError (transient)', async () => {
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('A')]);
+    double.notReady(5000);
+    const append = await store.append(s, [ev('B')]).catch((e: unknown) => e);
+    expect(append).toBeInstanceOf(EventStoreUnavailableError);
+    expect(isTransient(append)).toBe(true);
+    expect(await store.readStream(s).catch((e: unknown) => e)).toBeInstanceOf(EventStoreUnavailableError);
+    double.notReady(0);
+    expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['A']);
+  });
+
   it('a node that stays down: calls fail with EventStoreUnavailableError (transient), health says down', async () => {
     const s = `s-${randomUUID()}`;
     await store.append(s, [ev('A')]);

@@ -39,13 +39,29 @@ export interface EsdbDouble {
   /** Connection string for the client: `esdb://127.0.0.1:<port>?tls=false`. */
   readonly url: string;
   readonly port: number;
-  /** Drops every connection (calls fail as on a node crash), stays down `downMs`, comes back on the same port with the data. */
-  restart(opts?: { downMs?: number }): Promise<void>;
+  /**
+   * Drops every connection (calls fail as on a node crash), stays down `downMs`, comes back on the same port
+   * with the data. With `notReadyMs`, the node then accepts connections but is not ready for that long, as
+   * a real node is while it opens its database and becomes leader (see `notReady`).
+   */
+  restart(opts?: { downMs?: number; notReadyMs?: number }): Promise<void>;
+  /**
+   * For `ms` (0 to stop), answers as a node that is up but not ready (starting, or electing a leader):
+   * reads, subscriptions and `Streams.Append` fail with UNAVAILABLE "Server Is Not Ready"; a BatchAppend is
+   * answered with a status of code 0, message "Server Is Not Ready" and `google.protobuf.Empty` details
+   * (what EventStoreDB 23.10 and 24.10 send, `Streams.BatchAppend.cs`), which the client turns into an
+   * `UnknownError`. `ServerFeatures` still answers. With `busy`, the messages are the overloaded node's
+   * ("Server Is Too Busy"; "Server Is Busy" in a BatchAppend answer).
+   */
+  notReady(ms: number, opts?: { busy?: boolean }): void;
   /** Ends every live subscription with status OK, as a server does when it sheds subscribers. */
   endSubscriptions(): number;
   /** Ends the oldest live subscription with an error status (UNAVAILABLE unless told). */
   failSubscription(code?: grpc.status, details?: string): boolean;
-  /** Holds every answer to an append or a read for `ms` (0 to stop); appends past their deadline fail as the server's do. */
+  /**
+   * Holds every answer to an append, a read or a ServerFeatures call for `ms` (0 to stop), as a stalled node
+   * does; appends past their deadline fail as the server's do.
+   */
   delayAnswers(ms: number): void;
   /** Writes a `$`-prefixed system event (as the server's stats collector does) to `$all`. */
   writeSystemEvent(): void;
@@ -182,6 +198,8 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   let nextPosition = 0n;
   let appends = 0;
   let delayMs = 0;
+  let notReadyUntil = 0;
+  let notReadyBusy = false;
   let restarts = 0;
   const calls = { read: 0, subscribe: 0, append: 0, batchAppend: 0 };
 
@@ -388,6 +406,12 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   const hold = async () => {
     if (delayMs > 0) await sleep(delayMs);
   };
+  const isNotReady = () => Date.now() < notReadyUntil;
+  /** The error a not-ready node's reads and appends end with (RpcExceptions.ServerNotReady / ServerBusy). */
+  const notReadyError = () => ({
+    code: grpc.status.UNAVAILABLE,
+    details: notReadyBusy ? 'Server Is Too Busy' : 'Server Is Not Ready',
+  });
 
   const expectedOf = (
     o: {
@@ -407,6 +431,10 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   const streamsImpl: grpc.UntypedServiceImplementation = {
     read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => {
       const opts = call.request.getOptions()!;
+      if (isNotReady()) {
+        call.emit('error', notReadyError());
+        return;
+      }
       if (opts.hasSubscription()) {
         calls.subscribe++;
         return subscribe(call, opts);
@@ -438,6 +466,7 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
       call.on('end', async () => {
         await hold();
         if (call.cancelled || !options) return;
+        if (isNotReady()) return callback(notReadyError());
         const name = utf8(options.getStreamIdentifier()!.getStreamName_asU8());
         const expected = expectedOf(options, () => (options!.hasRevision() ? options!.getRevision() : null));
         const res = write(name, expected, proposed);
@@ -500,7 +529,15 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         else if (expected.kind === 'no_stream') resp.setNoStream(new Empty());
         else if (expected.kind === 'stream_exists') resp.setStreamExists(new Empty());
         else resp.setAny(new Empty());
-        if (late || Date.now() >= deadline) {
+        if (isNotReady()) {
+          // Not an RpcException: a status with code 0 and Empty details (ConvertMessage of NotHandled).
+          const s = new Status();
+          s.setMessage(notReadyBusy ? 'Server Is Busy' : 'Server Is Not Ready');
+          const any = new Any();
+          any.pack(new Empty().serializeBinary(), 'google.protobuf.Empty');
+          s.setDetails(any);
+          resp.setError(s);
+        } else if (late || Date.now() >= deadline) {
           resp.setError(
             errorStatus(
               grpc.status.DEADLINE_EXCEEDED,
@@ -541,7 +578,8 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   };
 
   const featuresImpl: grpc.UntypedServiceImplementation = {
-    getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
+    getSupportedMethods: async (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) => {
+      await hold();
       const res = new SupportedMethods();
       res.setEventStoreServerVersion('24.10.0');
       const advertised: { path: string }[] = [StreamsService.read, StreamsService.append];
@@ -578,7 +616,7 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   return {
     url: `esdb://127.0.0.1:${port}?tls=false`,
     port,
-    async restart({ downMs = 300 } = {}) {
+    async restart({ downMs = 300, notReadyMs = 0 } = {}) {
       server.forceShutdown();
       subs.clear();
       openReads.clear();
@@ -588,6 +626,8 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
       for (let attempt = 1; ; attempt++) {
         try {
           await listen(port);
+          notReadyBusy = false;
+          notReadyUntil = Date.now() + notReadyMs;
           break;
         } catch (err) {
           if (attempt >= 20) throw err;
@@ -613,6 +653,10 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
     },
     delayAnswers(ms) {
       delayMs = ms;
+    },
+    notReady(ms, { busy = false } = {}) {
+      notReadyBusy = busy;
+      notReadyUntil = Date.now() + ms;
     },
     writeSystemEvent,
     stats: () => ({
