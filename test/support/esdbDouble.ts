@@ -598,8 +598,10 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   };
 
   let server: grpc.Server;
+  /** Kestrel's default, which EventStoreDB keeps: at most 100 calls at once on one HTTP/2 connection. */
+  const serverOptions = { 'grpc.max_concurrent_streams': 100 };
   const listen = async (port: number) => {
-    server = new grpc.Server();
+    server = new grpc.Server(serverOptions);
     server.addService(StreamsService, streamsImpl);
     server.addService(ServerFeaturesService, featuresImpl);
     return new Promise<number>((resolve, reject) =>
