@@ -5,7 +5,7 @@ import { adminPageForBrowsers } from '../src/http/adminPage';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
 import { Uuid, boundedString, decode, paging } from '../src/http/validation';
-import type { NotificationOut } from '../src/resources/notification';
+import { notificationCode, type NotificationOut } from '../src/resources/notification';
 import { deliveriesOfNotification } from './webhooks';
 
 interface Row {
@@ -32,6 +32,7 @@ const out = (r: Row): NotificationOut => ({
   contentType: r.contentType,
   contentId: r.contentId,
   message: r.message,
+  code: notificationCode(r.type),
   unread: r.unread,
   createdAt: iso(r.createdAt)!,
 });

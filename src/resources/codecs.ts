@@ -113,6 +113,7 @@ export const NotificationOutCodec = closed('Notification', {
   contentType: s,
   contentId: uuid,
   message: s,
+  code: int,
   unread: b,
   createdAt: s,
 });

@@ -7,9 +7,26 @@ export interface NotificationOut {
   contentType: string;
   contentId: string;
   message: string;
+  /** The interface document's integer `code`: a stable number per `type` (NOTIFICATION_CODES). */
+  code: number;
   unread: boolean;
   createdAt: string;
 }
+
+/**
+ * Notification.code: one number per notification type, for apps that switch on a number; 0 for a type not
+ * listed here. Numbers are never reused for another type.
+ */
+export const NOTIFICATION_CODES: Readonly<Record<string, number>> = {
+  session_booked: 1,
+  session_approved: 2,
+  session_declined: 3,
+  session_canceled: 4,
+  session_disputed: 5,
+  service_rejected: 6,
+};
+export const notificationCode = (type: string): number =>
+  Object.hasOwn(NOTIFICATION_CODES, type) ? NOTIFICATION_CODES[type]! : 0;
 
 export const toNotificationOut = (n: NotificationFields & { unread: boolean }): NotificationOut => ({
   id: n.notificationId,
@@ -17,6 +34,7 @@ export const toNotificationOut = (n: NotificationFields & { unread: boolean }): 
   contentType: n.contentType,
   contentId: n.contentId,
   message: n.message,
+  code: notificationCode(n.type),
   unread: n.unread,
   createdAt: n.createdAt,
 });

@@ -44,6 +44,7 @@ describe('notifications (24 to 31)', () => {
         contentType: 'booking',
         contentId: session.groupId,
         message: expect.stringContaining('Tennis basics'),
+        code: 1,
         unread: true,
         createdAt: expect.any(String),
       },
@@ -94,6 +95,39 @@ describe('notifications (24 to 31)', () => {
       (l) => l.length >= 1,
     );
     expect(files.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("carries the interface document's integer code, one per type, in every answer that shows a notification", async () => {
+    const { client, coach, session } = await booked();
+    const act = (token: string, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${session.id}/${action}`, { token, body });
+    expect((await act(coach.token, 'approve')).status).toBe(200);
+    expect((await act(client.token, 'cancel', { reason: 'ill' })).status).toBe(200);
+    const codes = async (token: string) =>
+      (
+        await eventually(
+          async () => (await list(token)).body as any[],
+          (l) => l.length >= 2,
+        )
+      ).map((n) => [n.type, n.code]);
+    expect(await codes(client.token)).toEqual([
+      ['session_approved', 2],
+      ['session_booked', 1],
+    ]);
+    expect(await codes(coach.token)).toEqual([
+      ['session_canceled', 4],
+      ['session_booked', 1],
+    ]);
+    const [newest] = (await list(coach.token)).body;
+    const read = await t.request('PUT', '/api/v1/notifications', {
+      token: coach.token,
+      body: { notifications: [newest.id] },
+    });
+    expect(read.body).toEqual([{ ...newest, unread: false }]);
+    const adminView = await t.request('GET', `/manage/admin/notifications/${newest.id}`, {
+      token: m.admin(),
+    });
+    expect(adminView.body).toMatchObject({ id: newest.id, code: 4 });
   });
 
   it("marks read (25), filters unread, refuses ids that are not the caller's, records delivery (26)", async () => {
