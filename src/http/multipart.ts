@@ -30,6 +30,19 @@ const accepts = (accept: string[], type: string) =>
  */
 const UTF8_FILENAMES = { defParamCharset: 'utf8' };
 
+/**
+ * The name a part's `filename` leaves once its path is removed (`../x/a.mp4` and `C:\clips\a.mp4` are
+ * `a.mp4`), or `''` when nothing is left (`..`, `.`, `clips/`). busboy strips paths itself unless told to
+ * keep them, and multer then dropped a part left with no name without a word: a replace whose file was
+ * named `..` answered 200 and replaced nothing. The path is kept (`preservePath`) and removed here instead,
+ * so such a part is refused (422) rather than ignored.
+ */
+const KEEP_PATHS = { preservePath: true };
+export function baseName(filename: string): string {
+  const base = filename.slice(Math.max(filename.lastIndexOf('/'), filename.lastIndexOf('\\')) + 1);
+  return base === '.' || base === '..' ? '' : base;
+}
+
 const MULTIPART = Symbol('multipart');
 
 /**
@@ -63,6 +76,7 @@ export async function readMultipart(
   const upload = multer({
     storage: multer.diskStorage({ destination: opts.tmpDir }),
     ...UTF8_FILENAMES,
+    ...KEEP_PATHS,
     limits: {
       fileSize: opts.maxBytes,
       // No count of files: an extra one is an unknown or repeated field, 422 from `fields()` below (a
@@ -107,6 +121,11 @@ export async function readMultipart(
   // (`filename*=UTF-8''a%00b` carries a NUL, which PostgreSQL refuses: it was a 500).
   // An empty file is no video or picture: refused rather than listed with nothing to play or show.
   const badNames = Object.entries(files).flatMap(([name, f]): ValidationIssue[] => {
+    f.originalname = baseName(f.originalname);
+    if (!f.originalname)
+      return [
+        { loc: ['body', name], msg: 'The file name is empty once its path is removed', type: 'value_error' },
+      ];
     if (f.size === 0) return [{ loc: ['body', name], msg: 'The file is empty', type: 'value_error' }];
     const msg = badText(f.originalname);
     return msg ? [{ loc: ['body', name], msg: `File name: ${msg}`, type: 'string_invalid_text' }] : [];

@@ -221,6 +221,42 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
   });
 
+  it('refuses a file whose name is only a path (`..`, `clips/`) with 422 rather than ignoring it; keeps the name of one with a path', async () => {
+    const c = coach();
+    const id = await uploadOk(c.token, 'kept');
+    const before = await list(c.token);
+    const emptyName = {
+      status: 422,
+      body: {
+        detail: [
+          {
+            loc: ['body', 'file'],
+            msg: 'The file name is empty once its path is removed',
+            type: 'value_error',
+          },
+        ],
+      },
+    };
+    for (const filename of ['..', '.', 'clips/', 'x/..', '/']) {
+      // A replace whose file was dropped answered 200 and replaced nothing.
+      const replaced = await send('PUT', `/api/v1/storage/video/${id}`, c.token, [
+        { name: 'file', ...mp4(), filename },
+      ]);
+      expect([filename, replaced]).toEqual([filename, emptyName]);
+      const uploaded = await upload(c.token, [{ name: 'file', ...mp4(), filename }]);
+      expect([filename, uploaded]).toEqual([filename, emptyName]);
+    }
+    expect(await list(c.token)).toEqual(before);
+    const withPath = await send('PUT', `/api/v1/storage/video/${id}`, c.token, [
+      { name: 'file', ...mp4(), filename: '../x/a.mp4' },
+      { name: 'preview', ...png(), filename: 'C:\\clips\\b.png' },
+    ]);
+    expect(withPath.status).toBe(200);
+    expect(withPath.body.originFilename).toBe('a.mp4');
+    expect(withPath.body.thumb).toMatch(/\/preview_[0-9a-f-]+\.png$/);
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
+  });
+
   it('refuses without a token (401), without the coach role (403), in the ErrorResponse shape', async () => {
     const noToken = await send('POST', '/api/v1/storage/video', null, [{ name: 'file', ...mp4() }]);
     expect(noToken).toEqual({
