@@ -10,6 +10,8 @@ export interface SessionView {
   /** The local label the client booked, in the booking's zone. */
   slot: string;
   reviewed: boolean;
+  /** When the coach marked it completed (`SessionCompleted.completedAt`): the dispute window counts from it. */
+  completedAt?: string;
   /**
    * A package's session booked later: its own terms (the place, travel and notes of its request; price and
    * expiry are the package's). Absent for the sessions of the booking's first SessionsBooked (`Booking.terms`).
@@ -49,7 +51,10 @@ export type BookingCommand =
   | { type: 'Dispute'; sessionId: string; by: By; reason: string; now: string }
   | { type: 'Review'; sessionId: string; by: By; rating: number; comment: string; now: string };
 
-/** A client may dispute a completed session for this long after its end. */
+/**
+ * A client may dispute a completed session for this long after its end, or after its completion when the coach
+ * marked it completed later (a late completion does not take the client's window away).
+ */
 export const DISPUTE_DAYS = 30;
 
 const notFound: DomainError = { code: 'session_not_found', message: 'no such session' };
@@ -123,7 +128,7 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
       case 'SessionCanceled':
         return set(event.data.sessionId, { state: 'canceled' });
       case 'SessionCompleted':
-        return set(event.data.sessionId, { state: 'completed' });
+        return set(event.data.sessionId, { state: 'completed', completedAt: event.data.completedAt });
       case 'SessionDisputed':
         return set(event.data.sessionId, { state: 'disputed' });
       case 'SessionReviewed':
@@ -217,7 +222,11 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
       case 'Dispute':
         if (!isClient) return left(forbidden('client'));
         if (session.state !== 'completed') return left(invalid(session.state, 'disputed'));
-        if (now > Date.parse(session.endsAt) + DISPUTE_DAYS * 86_400_000)
+        if (
+          now >
+          Math.max(Date.parse(session.endsAt), Date.parse(session.completedAt ?? session.endsAt)) +
+            DISPUTE_DAYS * 86_400_000
+        )
           return left({
             code: 'invalid_transition',
             message: `disputes are possible for ${DISPUTE_DAYS} days after the session`,

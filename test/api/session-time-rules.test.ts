@@ -91,6 +91,24 @@ describe('session actions at the edges of their windows', () => {
     expect((await act(client.token, id, 'dispute', { reason: 'short' })).body.state).toBe('disputed');
   });
 
+  it('a session the coach completed late may be disputed for 30 days from its completion, not from its end', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const id = (await book(client.token, serviceId, { slots: [SLOT] })).body[0].id;
+    expect((await act(coach.token, id, 'approve')).body.state).toBe('approved');
+    // The coach marks it completed 40 days after it ended: the client's 30 days had run out by then.
+    const completed = END + 40 * DAY;
+    at(completed);
+    expect((await act(coach.token, id, 'complete')).body.state).toBe('completed');
+    at(completed + 30 * DAY + 1);
+    expect((await act(client.token, id, 'dispute', { reason: 'no show' })).body.message).toBe(
+      'disputes are possible for 30 days after the session',
+    );
+    at(completed + 30 * DAY);
+    expect((await act(client.token, id, 'dispute', { reason: 'no show' })).body.state).toBe('disputed');
+  });
+
   it('approves a session until its end, not at it', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
