@@ -72,6 +72,9 @@ const RETRIED_TYPES = ['unavailable', 'not-leader', 'cancelled'];
 const RETRY_DELAYS_MS = [50, 200, 500, 1000];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long a health probe waits for the node (a read of one event). */
+const PING_DEADLINE_MS = 2000;
+
 /** Events read backwards per page while looking for the last non-system event. */
 const HEAD_PAGE = 50;
 
@@ -280,11 +283,31 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     // No index by id or correlation on the server: a scan of $all (see scan.ts for why).
     readEvent: async (id) => (await scanLog(readAllRetrying, (e) => e.id === id, { first: true }))[0] ?? null,
     readCorrelated: (id) => scanLog(readAllRetrying, (e) => e.metadata.correlationId === id),
-    /** One attempt, no retry: a health probe must answer at once, and say "down" when the node is. */
+    /**
+     * One attempt, no retry, and a short deadline: a health probe must answer at once, and say "down" when the
+     * node is, also one that is up but stalls. The client gives reads no deadline at all (a `deadline` option
+     * is ignored for them), so each /healthz waited for a stalled node for as long as it stalled, and a stop
+     * waited for those probes. On time out the read is cancelled and still drained, so it ends either way
+     * (cancelled, or read to its end when its answer had already come) and `dispose()` never waits for it.
+     */
     async ping() {
-      await consume(client.readAll({ fromPosition: ESDB_START, maxCount: 1 }), () => false).catch((err) => {
-        throw toPortError(err);
+      const read = client.readAll({ fromPosition: ESDB_START, maxCount: 1 });
+      const drained = consume(read, () => false);
+      let timer: NodeJS.Timeout | undefined;
+      const stalled = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          void read.cancel().catch(() => undefined);
+          reject(new EventStoreUnavailableError(new Error(`no answer within ${PING_DEADLINE_MS} ms`)));
+        }, PING_DEADLINE_MS);
       });
+      try {
+        await Promise.race([drained, stalled]);
+      } catch (err) {
+        throw toPortError(err);
+      } finally {
+        clearTimeout(timer);
+        drained.catch(() => undefined);
+      }
     },
     async close() {
       await client.dispose();

@@ -122,7 +122,7 @@ describe('service on EventStoreDB through node faults', () => {
 });
 
 describe('the service process on EventStoreDB', () => {
-  it('after 1,000 /healthz probes it still stops on SIGTERM within 5 s', async () => {
+  it('after 1,000 /healthz probes, and with probes in flight to a stalled node, it stops on SIGTERM within 5 s', async () => {
     const double = await startEsdbDouble();
     const database = await testDatabase();
     const service = await startServiceProcess(
@@ -147,6 +147,14 @@ describe('the service process on EventStoreDB', () => {
         }
       };
       await Promise.all(Array.from({ length: 10 }, prober));
+      // Then the node stalls (up, answering nothing): a probe says so within seconds, and the probes in
+      // flight when SIGTERM comes do not hold the stop.
+      double.delayAnswers(60_000);
+      const probed = Date.now();
+      expect((await fetch(`${base}/healthz`)).status).toBe(503);
+      expect(Date.now() - probed).toBeLessThan(4000);
+      const inFlight = Array.from({ length: 10 }, () => fetch(`${base}/healthz`).catch(() => null));
+      await new Promise((r) => setTimeout(r, 200));
       const sent = Date.now();
       child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
@@ -157,7 +165,9 @@ describe('the service process on EventStoreDB', () => {
       clearTimeout(timer);
       expect({ code, output: code === 0 ? '' : service.output() }).toEqual({ code: 0, output: '' });
       expect(Date.now() - sent).toBeLessThan(5000);
+      await Promise.all(inFlight);
     } finally {
+      double.delayAnswers(0);
       await service.cleanUp();
       await double.close();
       await database.drop();

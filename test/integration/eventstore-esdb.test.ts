@@ -184,6 +184,22 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'C']);
   });
 
+  it('a stalled node: ping says down within its short deadline (the client gives reads none), close() returns', async () => {
+    await store.ping();
+    double.delayAnswers(15_000);
+    const started = Date.now();
+    const errors = await Promise.all([1, 2, 3].map(() => store.ping().catch((e: unknown) => e)));
+    expect(errors.every((e) => e instanceof EventStoreUnavailableError)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(4000);
+    double.delayAnswers(0);
+    await store.ping();
+    // The reads that timed out were cancelled: nothing is left for dispose() to wait for.
+    double.delayAnswers(15_000);
+    await store.ping().catch(() => undefined);
+    expect(await within(store.close(), 3000)).toBe('done');
+    double.delayAnswers(0);
+  });
+
   it('an append answered past its deadline fails with a transient error and writes nothing', async () => {
     const quick = createEsdbEventStore(`${double.url}&defaultDeadline=300`);
     const s = `s-${randomUUID()}`;
