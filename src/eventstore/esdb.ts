@@ -75,12 +75,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** How long a health probe waits for the node (a read of one event). */
 const PING_DEADLINE_MS = 2000;
 
+/** A read the node did not finish within its deadline (the client's own reads have none). */
+export class ReadDeadlineError extends Error {
+  readonly type = 'deadline-exceeded';
+  constructor(ms: number) {
+    super(`the EventStoreDB node did not answer a read within ${ms} ms`);
+    this.name = 'ReadDeadlineError';
+  }
+}
+
 /** Events read backwards per page while looking for the last non-system event. */
 const HEAD_PAGE = 50;
 
 /** Event store on EventStoreDB: `$all` without system events; positions are its own {commit, prepare}. */
 export function createEsdbEventStore(connectionString: string): EventStore {
   const client = EventStoreDBClient.connectionString(connectionString);
+  // The client gives appends its `defaultDeadline` (10 s unless the connection string says) but reads none
+  // (a `deadline` option is ignored for them): a stalled node held a read, and the request, for as long as
+  // it stalled. Reads here get the same deadline as appends.
+  const readDeadlineMs = Number(/[?&]defaultDeadline=(\d+)/i.exec(connectionString)?.[1] ?? 10_000) || 10_000;
 
   const toRecorded = (resolved: ResolvedEvent | AllStreamResolvedEvent): RecordedEvent | null => {
     const e = resolved.event;
@@ -123,20 +136,30 @@ export function createEsdbEventStore(connectionString: string): EventStore {
    * keeps among the calls `dispose()` waits for, forever (each /healthz probe leaked one, and shutdown
    * hung). Cancelling the call instead is racy: a call whose answer has already arrived is never finished
    * then either. So every read here is bounded (`maxCount`) and drained; what is not wanted is skipped.
+   * Past `deadlineMs` the read is cancelled and still drained (it then ends, cancelled or read to its end
+   * when its answer had already come), and fails with ReadDeadlineError.
    */
   const consume = async <E>(
     read: AsyncIterable<E> & { cancel(): Promise<void> },
     each: (resolved: E) => boolean,
+    deadlineMs = readDeadlineMs,
   ): Promise<void> => {
     let wanted = true;
     let drained = false;
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      void read.cancel().catch(() => undefined);
+    }, deadlineMs);
     try {
-      for await (const resolved of read) if (wanted) wanted = each(resolved);
+      for await (const resolved of read) if (wanted && !late) wanted = each(resolved);
       drained = true;
     } finally {
+      clearTimeout(timer);
       // Only when `each` threw: the read is abandoned, and cancelling is the best left to do.
       if (!drained) await read.cancel().catch(() => undefined);
     }
+    if (late) throw new ReadDeadlineError(deadlineMs);
   };
 
   const readAll = async (from: Position, limit = 500): Promise<RecordedEvent[]> => {
@@ -285,29 +308,17 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     readCorrelated: (id) => scanLog(readAllRetrying, (e) => e.metadata.correlationId === id),
     /**
      * One attempt, no retry, and a short deadline: a health probe must answer at once, and say "down" when the
-     * node is, also one that is up but stalls. The client gives reads no deadline at all (a `deadline` option
-     * is ignored for them), so each /healthz waited for a stalled node for as long as it stalled, and a stop
-     * waited for those probes. On time out the read is cancelled and still drained, so it ends either way
-     * (cancelled, or read to its end when its answer had already come) and `dispose()` never waits for it.
+     * node is, also one that is up but stalls (each /healthz waited for it as long as it stalled, and a stop
+     * waited for those probes): its read gets 2 s, not the 10 s of the others.
      */
     async ping() {
-      const read = client.readAll({ fromPosition: ESDB_START, maxCount: 1 });
-      const drained = consume(read, () => false);
-      let timer: NodeJS.Timeout | undefined;
-      const stalled = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          void read.cancel().catch(() => undefined);
-          reject(new EventStoreUnavailableError(new Error(`no answer within ${PING_DEADLINE_MS} ms`)));
-        }, PING_DEADLINE_MS);
-      });
-      try {
-        await Promise.race([drained, stalled]);
-      } catch (err) {
+      await consume(
+        client.readAll({ fromPosition: ESDB_START, maxCount: 1 }),
+        () => false,
+        PING_DEADLINE_MS,
+      ).catch((err) => {
         throw toPortError(err);
-      } finally {
-        clearTimeout(timer);
-        drained.catch(() => undefined);
-      }
+      });
     },
     async close() {
       await client.dispose();
