@@ -240,8 +240,11 @@ export function freeSlots(
   travelMinutes = 0,
   /** Only this slot label (its first 16 characters, to the minute) is considered: a booking's check. */
   only?: string,
+  /** Stop once more than this many free slots are found (an answer's bound, see `freeSlotsUntil`). */
+  limit = Infinity,
 ): FreeSlot[] {
-  return freeSlotsUntil(schedule, reservations, rules, fromDate, toDate, now, travelMinutes, only).slots;
+  return freeSlotsUntil(schedule, reservations, rules, fromDate, toDate, now, travelMinutes, only, limit)
+    .slots;
 }
 
 /**
@@ -271,6 +274,11 @@ export function freeSlotsUntil(
   now: Date,
   travelMinutes = 0,
   only?: string,
+  /**
+   * Stop once `limit + 1` free slots are found: a caller bounding its answer learns it is over the bound
+   * without computing the rest (`until` then covers only the slots seen).
+   */
+  limit = Infinity,
 ): { slots: FreeSlot[]; until: number } {
   const zone = schedule.timezone;
   const noticeMs = rules.minimumNoticeHours * 3_600_000;
@@ -322,6 +330,23 @@ export function freeSlotsUntil(
       be: e + travel,
     });
   }
+  // Sorted by the start of their busy time, so a candidate compares only the reservations whose busy time
+  // can reach it: those starting before its end and less than the longest busy time before its start
+  // (comparing every one made a long range of a busy coach quadratic: seconds for 62 days of 5-minute slots).
+  busy.sort((a, b) => a.bs - b.bs);
+  let longest = 0;
+  for (const r of busy) longest = Math.max(longest, r.be - r.bs);
+  /** The index of the first reservation whose busy time starts at or after `t`. */
+  const firstFrom = (t: number) => {
+    let lo = 0;
+    let hi = busy.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (busy[mid]!.bs < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
   // A booking's check (`only`): its date and minute of the day, so other slots are skipped unlabelled.
   const onlyParts = only === undefined ? null : /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)$/.exec(only);
   if (only !== undefined && !onlyParts) return { slots: out, until };
@@ -370,7 +395,9 @@ export function freeSlotsUntil(
         }
         let seatsTaken = 0;
         let blocked = false;
-        for (const r of busy) {
+        const reachEnd = e + ownTravel;
+        for (let i = firstFrom(s - ownTravel - longest); i < busy.length && busy[i]!.bs < reachEnd; i++) {
+          const r = busy[i]!;
           // A seat of the same group slot at the same place (a one-on-one session booked before the
           // service became a group one stays one-on-one: its client booked it so).
           if (
@@ -395,6 +422,7 @@ export function freeSlotsUntil(
           endsAt: new Date(e).toISOString(),
           remainingSeats: capacity - seatsTaken,
         });
+        if (out.length > limit) return { slots: out, until };
       }
     }
   }

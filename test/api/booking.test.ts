@@ -176,6 +176,48 @@ describe('availability and booking (6, 8, 11)', () => {
     expect(res.body.services[0].slots).toHaveLength(8);
   });
 
+  it('answers 422 at to_date when a coach has more free slots in the range than one answer lists (11)', async () => {
+    const day = [{ start: '00:00', end: '24:00' }];
+    const coach = await m.coach({
+      weekly: {
+        monday: day,
+        tuesday: day,
+        wednesday: day,
+        thursday: day,
+        friday: day,
+        saturday: day,
+        sunday: day,
+      },
+    });
+    // Two 5-minute services open around the clock: 288 slots a day each, 35,712 in 62 days.
+    const short = { sessionMinutesDuration: 5, bookingWindowDays: 365, minimumNoticeHours: 0 };
+    const ids = [await m.offering(coach, short), await m.offering(coach, { ...short, name: 'Quick serve' })];
+    const wide = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2027-02-01`,
+    );
+    expect(wide.status).toBe(422);
+    expect(wide.body).toEqual({
+      detail: [
+        {
+          loc: ['query', 'to_date'],
+          msg: "the coach's services have more than 20000 free slots in this range: ask for fewer days",
+          type: 'value_error',
+        },
+      ],
+    });
+    // Fewer days are answered whole: 2 services x 288 slots x 14 days.
+    const twoWeeks = await t.request(
+      'GET',
+      `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-15`,
+    );
+    expect(twoWeeks.status).toBe(200);
+    expect(twoWeeks.body.services.map((s: { service: { id: string } }) => s.service.id).sort()).toEqual(
+      [...ids].sort(),
+    );
+    for (const s of twoWeeks.body.services) expect(s.slots).toHaveLength(288 * 14);
+  });
+
   it("stores the schedule's zone by its canonical IANA name, whatever the case it was sent in", async () => {
     const coach = await m.coach({ timezone: 'europe/berlin' });
     const serviceId = await m.offering(coach);
