@@ -51,6 +51,15 @@ const Language = refine(
   'A language should have 1 to 35 characters and no comma',
 );
 
+/** How many languages a profile lists (the list is stored whole on every profile change). */
+export const MAX_LANGUAGES = 50;
+const Languages = refine(
+  t.array(Language),
+  (a) => a.length <= MAX_LANGUAGES,
+  'languages',
+  `languages should hold at most ${MAX_LANGUAGES} entries`,
+);
+
 const Email = refine(
   t.string,
   // One mailbox the mailer can send to (src/mail/compose.ts), with a dot in its domain.
@@ -79,7 +88,7 @@ export const UpsertUserProfileBody = strict(
     phone: Phone,
     whatsapp: Phone,
     timezone: IanaTimezone,
-    languages: t.array(Language),
+    languages: Languages,
     gender: text(40),
     birthDate: t.union([BirthDate, t.null]),
     description: text(5000),

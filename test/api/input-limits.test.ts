@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_SERVICE_TYPES } from '../../commands/services/codecs';
+import { MAX_LANGUAGES } from '../../commands/users/codecs';
 import { marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
@@ -39,6 +40,23 @@ it('refuses a language with a comma (the User view joins the list with commas)',
   expect(res.status).toBe(422);
   expect(res.body.detail[0].loc).toEqual(['body', 'languages', 1]);
   expect((await putUser(id, { ...basics, languages: ['en', 'pt-BR'] })).status).toBe(200);
+});
+
+it(`refuses more than ${MAX_LANGUAGES} languages on a profile (20,000 were taken)`, async () => {
+  const id = randomUUID();
+  const many = Array.from({ length: MAX_LANGUAGES + 1 }, (_, i) => `lang-${i}`);
+  const res = await putUser(id, { ...basics, languages: many });
+  expect(res.status).toBe(422);
+  expect(res.body.detail).toEqual([
+    {
+      loc: ['body', 'languages'],
+      msg: `languages should hold at most ${MAX_LANGUAGES} entries`,
+      type: 'invalid_languages',
+    },
+  ]);
+  const fits = await putUser(id, { ...basics, languages: many.slice(0, MAX_LANGUAGES) });
+  expect(fits.status).toBe(200);
+  expect(fits.body.languages).toHaveLength(MAX_LANGUAGES);
 });
 
 it('refuses an e-mail channel address over 254 characters, like a profile e-mail', async () => {
