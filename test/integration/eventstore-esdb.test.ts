@@ -235,6 +235,21 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     await quick.close();
   });
 
+  it("an append over the node's 1 MiB MaxAppendSize is refused as the server does, writing nothing", async () => {
+    const plain = await startEsdbDouble({ batchAppend: false });
+    const other = createEsdbEventStore(plain.url);
+    for (const s of [store, other]) {
+      const stream = `s-${randomUUID()}`;
+      const big = { x: 'a'.repeat(1024 * 1024) };
+      const err = await s.append(stream, [ev('Big', big)]).catch((e: unknown) => e);
+      expect((err as { type?: unknown }).type).toBe('maximum-append-size-exceeded');
+      expect((await s.readStream(stream)).revision).toBe('no_stream');
+      await s.append(stream, [ev('Fits', { x: 'a'.repeat(1000 * 1024) })]);
+    }
+    await other.close();
+    await plain.close();
+  });
+
   it('system events are in $all on the server and never reach readAll or subscribers', async () => {
     const s = `s-${randomUUID()}`;
     for (let i = 0; i < 4; i++) await store.append(s, [ev('A', { i })]);

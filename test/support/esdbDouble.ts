@@ -15,6 +15,7 @@ import {
 } from '@eventstore/db-client/generated/streams_pb';
 import {
   AllStreamPosition,
+  MaximumAppendSizeExceeded,
   StreamIdentifier,
   Timeout,
   UUID,
@@ -33,7 +34,8 @@ import { Status } from '@eventstore/db-client/generated/status_pb';
  *
  * It does not prove: clustering, leader election and gossip (the client is pointed at one node), TLS and
  * authentication, persistence to disk, scavenging, stream metadata ($maxAge, ACLs), deletes and tombstones,
- * link resolution, persistent subscriptions, the structured UUID format, message size limits.
+ * link resolution, persistent subscriptions, the structured UUID format. It refuses an append over the
+ * node's default MaxAppendSize (1 MiB of data, metadata and type) as the server does.
  */
 export interface EsdbDouble {
   /** Connection string for the client: `esdb://127.0.0.1:<port>?tls=false`. */
@@ -126,6 +128,10 @@ interface Sub {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A node's `MaxAppendSize` default: the events of one append, as `Event.SizeOnDisk` counts them. */
+const MAX_APPEND_SIZE = 1024 * 1024;
+const sizeOnDisk = (events: Proposed[]) =>
+  events.reduce((n, e) => n + e.data.length + e.customMetadata.length + e.type.length * 2, 0);
 const utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 const MAX = BigInt('0xffffffffffffffff');
 const TICKS_PER_MS = 10_000n;
@@ -467,6 +473,13 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         await hold();
         if (call.cancelled || !options) return;
         if (isNotReady()) return callback(notReadyError());
+        if (sizeOnDisk(proposed) > MAX_APPEND_SIZE) {
+          const metadata = new grpc.Metadata();
+          metadata.set('exception', 'maximum-append-size-exceeded');
+          metadata.set('maximum-append-size', String(MAX_APPEND_SIZE));
+          const details = `Maximum Append Size of ${MAX_APPEND_SIZE} Exceeded.`;
+          return callback({ code: grpc.status.INVALID_ARGUMENT, details, metadata });
+        }
         const name = utf8(options.getStreamIdentifier()!.getStreamName_asU8());
         const expected = expectedOf(options, () => (options!.hasRevision() ? options!.getRevision() : null));
         const res = write(name, expected, proposed);
@@ -537,6 +550,17 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
           any.pack(new Empty().serializeBinary(), 'google.protobuf.Empty');
           s.setDetails(any);
           resp.setError(s);
+        } else if (sizeOnDisk(proposed) > MAX_APPEND_SIZE) {
+          const tooBig = new MaximumAppendSizeExceeded();
+          tooBig.setMaxappendsize(MAX_APPEND_SIZE);
+          resp.setError(
+            errorStatus(
+              grpc.status.INVALID_ARGUMENT,
+              'MaximumAppendSizeExceeded',
+              tooBig,
+              'event_store.client.MaximumAppendSizeExceeded',
+            ),
+          );
         } else if (late || Date.now() >= deadline) {
           resp.setError(
             errorStatus(
