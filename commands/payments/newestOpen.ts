@@ -49,13 +49,24 @@ export async function newestOpenPayment(
     }
     return 'none';
   }
-  for (const { paymentId } of listed) {
-    const { payment } = await readState(store, paymentStream(paymentId), paymentDecider);
-    const verdict = openOrNot(payment);
-    if (verdict !== 'closed') return verdict === 'open' ? { paymentId } : verdict;
+  // Newest first, in pages of 1, 4, 16, then 64 payments read at once: the newest is open in the common
+  // case, and one read at a time a client with 1,500 closed bookings waited 3.5 s for the oldest (and every
+  // 404 read them all).
+  for (let from = 0, size = 1; from < listed.length; from += size, size = Math.min(PAGE, size * 4)) {
+    const page = listed.slice(from, from + size);
+    const states = await Promise.all(
+      page.map((b) => readState(store, paymentStream(b.paymentId), paymentDecider)),
+    );
+    for (const [i, { paymentId }] of page.entries()) {
+      const verdict = openOrNot(states[i]!.payment);
+      if (verdict !== 'closed') return verdict === 'open' ? { paymentId } : verdict;
+    }
   }
   return 'none';
 }
+
+/** At most this many of the client's payments are read at once while looking for the newest open one. */
+const PAGE = 64;
 
 /** Whether a listed booking's payment is endpoint 17's: `pending` when it is not written yet. */
 function openOrNot(payment: PaymentState['payment']): 'open' | 'closed' | 'pending' {

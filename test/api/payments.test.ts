@@ -223,6 +223,25 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     expect(closed.status).toBe(404);
   });
 
+  it('finds the newest open payment behind any number of closed ones (17 reads them newest first, in pages)', async () => {
+    const clientId = randomUUID();
+    const path = `/api/v1/payment/private/user/${clientId}/update`;
+    const made = [];
+    for (let i = 0; i < 24; i++) {
+      made.push(await createPayment({ clientId }));
+      now = new Date(now.getTime() + 1000);
+    }
+    // Each cancel through 17 closes the newest open one, so the next is one further back in the list:
+    // every position of every page is the answer once.
+    for (let i = made.length - 1; i >= 0; i--) {
+      const res = await t.request('POST', path, { token: service, body: { status: 'canceled' } });
+      expect(res.body).toEqual(payment(made[i]!, 'canceled'));
+      if (i > 0) expect(await streamLength(made[i - 1]!.paymentId)).toBe(1);
+    }
+    const none = await t.request('POST', path, { token: service, body: { status: 'canceled' } });
+    expect(none.status).toBe(404);
+  });
+
   it('applies a redelivered endpoint-17 event to no other payment once the first closed its target', async () => {
     const clientId = randomUUID();
     const path = `/api/v1/payment/private/user/${clientId}/update`;
