@@ -14,7 +14,7 @@ export interface Config {
   /** Longest wait for a database connection (new, or a free one of the pool) before 503. */
   databaseConnectTimeoutMs: number;
   eventStoreUrl?: string;
-  s3?: { endpoint: string; accessKey: string; secretKey: string; bucket: string };
+  s3?: { endpoint: string; accessKey: string; secretKey: string; bucket: string; timeoutMs: number };
   smtpUrl?: string;
   mailFrom: string;
   jwt: {
@@ -207,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           accessKey: env.S3_ACCESS_KEY ?? '',
           secretKey: env.S3_SECRET_KEY ?? '',
           bucket: env.S3_BUCKET ?? 'coaching',
+          timeoutMs: atLeastOne(env, 'S3_TIMEOUT_MS', 30_000),
         }
       : undefined,
     smtpUrl: smtpUrl(env),

@@ -1,5 +1,6 @@
 import { EventStoreUnavailableError } from '../eventstore/types';
 import { isDatabaseUnavailable } from '../db/unavailable';
+import { BlobStoreUnavailableError } from '../storage/types';
 import { HttpError, ValidationError } from './errors';
 
 export interface Rendered {
@@ -65,7 +66,7 @@ export function renderError(err: unknown): Rendered {
   }
   // A server it depends on away for a moment (the database restarting or failing over, file storage
   // unreachable): as for the event store, 503 to retry shortly. Before, a 500 "an unexpected error occurred".
-  if (isDatabaseUnavailable(err)) {
+  if (isDatabaseUnavailable(err) || err instanceof BlobStoreUnavailableError) {
     const body = {
       error: 'service_unavailable',
       message: 'the database (or file storage) is not answering; retry shortly',

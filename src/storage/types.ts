@@ -27,6 +27,14 @@ export interface BlobStore {
   url(key: string): string;
 }
 
+/** The blob store did not answer, or answered that it cannot serve now: 503, retry shortly. */
+export class BlobStoreUnavailableError extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`the file storage is not answering (${String((cause as Error)?.message ?? cause)})`);
+    this.name = 'BlobStoreUnavailableError';
+  }
+}
+
 /** Bytes `start` to `end`, both included. */
 export interface ByteRange {
   start: number;
