@@ -57,6 +57,14 @@ export function createApp(deps: AppDeps): Koa {
             'unsupported_media_type',
             'the body is sent in a Content-Encoding the service does not read (use identity, gzip, deflate or br)',
           );
+        // The parser refuses a `__proto__` key anywhere: valid JSON, but no field
+        // of ours, and the way to poison an object's prototype. Said so rather than "not valid JSON".
+        if (err instanceof SyntaxError && /forbidden prototype property/.test(err.message))
+          throw new HttpError(
+            400,
+            'bad_request',
+            'the body holds a "__proto__" key, which the service does not take',
+          );
         throw new HttpError(400, 'bad_request', 'the body is not valid JSON');
       },
     }),

@@ -143,6 +143,16 @@ describe('saved addresses (endpoints 32, 33)', () => {
     const bad = await t.request('POST', PATH, { token: u.token, body: '{"lat": ' });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: 'bad_request', message: 'the body is not valid JSON', code: 400 });
+    // Valid JSON with a prototype key is refused too, and told so (it was "not valid JSON").
+    for (const body of ['{"name":"a","__proto__":{"x":1}}', '{"position":{"__proto__":{"lat":1}}}']) {
+      const proto = await t.request('POST', PATH, { token: u.token, body });
+      expect(proto.status).toBe(400);
+      expect(proto.body).toEqual({
+        error: 'bad_request',
+        message: 'the body holds a "__proto__" key, which the service does not take',
+        code: 400,
+      });
+    }
     const huge = await t.request('POST', PATH, {
       token: u.token,
       body: { ...home, details: 'x'.repeat(300_000) },
