@@ -221,7 +221,12 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
         return right([{ type: 'SessionCompleted', data: { ...base, completedAt: command.now } }]);
       case 'Dispute':
         if (!isClient) return left(forbidden('client'));
-        if (session.state !== 'completed') return left(invalid(session.state, 'disputed'));
+        // Also an approved session that is over and that the coach never marked completed (a no-show): the
+        // client could neither cancel it (started) nor dispute it, and had no way to be heard.
+        if (session.state !== 'completed' && session.state !== 'approved')
+          return left(invalid(session.state, 'disputed'));
+        if (session.state === 'approved' && now < Date.parse(session.endsAt))
+          return left({ code: 'invalid_transition', message: 'the session is not over yet' });
         if (
           now >
           Math.max(Date.parse(session.endsAt), Date.parse(session.completedAt ?? session.endsAt)) +

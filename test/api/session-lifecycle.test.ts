@@ -112,6 +112,31 @@ describe('session lifecycle', () => {
     expect((await act(client.token, session.id, 'dispute', {})).status).toBe(422);
   });
 
+  it('a client disputes an approved session the coach never completed, once it is over (a no-show)', async () => {
+    const { coach, client, session } = await booked();
+    await act(coach.token, session.id, 'approve');
+    clock.set('2026-12-02T09:30:00Z');
+    expect((await act(client.token, session.id, 'dispute', { reason: 'no show' })).body).toEqual({
+      error: 'invalid_transition',
+      message: 'the session is not over yet',
+      code: 409,
+    });
+    clock.set('2026-12-02T10:00:00Z');
+    const disputed = await act(client.token, session.id, 'dispute', { reason: 'the coach did not come' });
+    expect(disputed.status).toBe(200);
+    expect(disputed.body.state).toBe('disputed');
+    // The coach hears of it, and can no longer mark it completed.
+    const types = await eventually(
+      async () =>
+        (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body.map(
+          (n: { type: string }) => n.type,
+        ) as string[],
+      (seen) => seen.includes('session_disputed'),
+    );
+    expect(types).toContain('session_disputed');
+    expect((await act(coach.token, session.id, 'complete')).body.error).toBe('invalid_transition');
+  });
+
   it('replays a lifecycle action retried with its Idempotency-Key instead of refusing it as done', async () => {
     const { coach, client, serviceId, session } = await booked();
     const keyed = (token: string, action: string, key: string, body?: unknown) =>

@@ -329,9 +329,23 @@ describe('booking decider: Dispute', () => {
     expect(outcome(given(done).when(dispute(client, later)))).toBe('invalid_transition');
   });
 
-  it('refuses the coach, a session that is not completed, and a second dispute', () => {
+  it('lets the client dispute an approved session the coach never completed, once it is over', () => {
+    const limit = new Date(Date.parse(END) + DISPUTE_DAYS * 86_400_000).toISOString();
+    const later = new Date(Date.parse(limit) + 1000).toISOString();
+    expect(outcome(given([booked, approved()]).when(dispute(client, hoursFromStart(0.5))))).toBe(
+      'invalid_transition',
+    );
+    expect(given([booked, approved()]).when(dispute(client, END))).toEqual({
+      _tag: 'Right',
+      right: [{ type: 'SessionDisputed', data: { ...ref(), reason: 'no show', at: END } }],
+    });
+    expect(outcome(given([booked, approved()]).when(dispute(client, limit)))).toBe('SessionDisputed');
+    expect(outcome(given([booked, approved()]).when(dispute(client, later)))).toBe('invalid_transition');
+    expect(outcome(given([booked, approved()]).when(dispute(coach, END)))).toBe('forbidden');
+  });
+
+  it('refuses the coach, a session that is neither completed nor approved, and a second dispute', () => {
     expect(outcome(given(done).when(dispute(coach)))).toBe('forbidden');
-    expect(outcome(given([booked, approved()]).when(dispute(client)))).toBe('invalid_transition');
     expect(outcome(given([booked]).when(dispute(client)))).toBe('invalid_transition');
     expect(outcome(given([...done, disputed()]).when(dispute(client)))).toBe('invalid_transition');
   });

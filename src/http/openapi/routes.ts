@@ -260,7 +260,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'POST /api/v1/session/:session_id/dispute': {
     tag: 'Sessions',
-    summary: 'The client disputes a completed session (within 30 days of its end)',
+    summary:
+      'The client disputes a completed session, or an approved one that is over and was never completed (within 30 days)',
     body: { codec: DisputeBody },
     answer: A.SessionOutCodec,
   },
