@@ -9,25 +9,42 @@ import {
   sessionNotices,
   uuidFrom,
 } from '../commands/notifications/sessionNotices';
-import { handleCommand, readState } from '../src/commandHandler';
+import { handleCommand } from '../src/commandHandler';
 import { service } from '../commands/services/decider';
-import { serviceStream, type ServiceRejected } from '../commands/services/events';
+import { serviceStream, type ServiceEvent, type ServiceRejected } from '../commands/services/events';
 import type { RecordedEvent } from '../src/eventstore/types';
 import type { EventStore } from '../src/eventstore/types';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
 
-/** The coach's notice of a rejected service, with the admin's reason (nowhere else shown to the coach). */
+/**
+ * The coach's notice of a rejected service, with the admin's reason (nowhere else shown to the coach). It
+ * names the service as it was when rejected (folded up to the event, not the stream as it is by the time
+ * this runs: an edit after the rejection renames it), and says whether it was withdrawn from sale (it had
+ * been approved) or not approved (it was in review): "was not approved" misled a coach whose service had
+ * been on sale for months.
+ */
 async function serviceRejectedNotice(store: EventStore, recorded: RecordedEvent) {
   const d = recorded.data as ServiceRejected['data'];
-  const { service: s } = await readState(store, serviceStream(d.serviceId), service);
+  const { events } = await store.readStream(serviceStream(d.serviceId));
+  let before = service.initialState();
+  for (const r of events) {
+    if (r.revision >= recorded.revision) break;
+    before = service.evolve(before, { type: r.type, data: r.data } as ServiceEvent);
+  }
+  const s = before.service;
+  const name = `Your service "${s?.name ?? 'service'}"`;
+  const reason = d.reason.trim() ? ` Reason: ${d.reason.trim()}` : '';
   return {
     userId: d.coachId,
     type: 'service_rejected',
     contentType: 'service',
     contentId: d.serviceId,
-    message: `Your service "${s?.name ?? 'service'}" was not approved.${d.reason.trim() ? ` Reason: ${d.reason.trim()}` : ''}`,
+    message:
+      s?.status === 'approved'
+        ? `${name} was withdrawn: it is no longer offered to new clients.${reason}`
+        : `${name} was not approved.${reason}`,
   };
 }
 
