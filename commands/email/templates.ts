@@ -24,11 +24,19 @@ const SYSTEM_REASONS: Readonly<Record<string, string>> = {
 const reasonLine = (reason: string) =>
   `Reason: ${Object.hasOwn(SYSTEM_REASONS, reason) ? SYSTEM_REASONS[reason] : reason}`;
 
+/**
+ * A name as one line: line breaks and other control characters (which profiles and service names may hold)
+ * become one space, so a name cannot start lines of its own in the text part (a forged "Reason: …") nor
+ * read differently there than in the HTML part.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what it removes
+const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').trim();
+
 /** Subject and body of each template; plain text first, the HTML part says the same. */
 export function renderEmail(f: EmailFacts): RenderedEmail {
-  const service = f.serviceName ?? 'your session';
+  const service = (f.serviceName && oneLine(f.serviceName)) || 'your session';
   const at = when(f);
-  const lines: string[] = [`Hello ${f.recipientName || 'there'},`, ''];
+  const lines: string[] = [`Hello ${oneLine(f.recipientName ?? '') || 'there'},`, ''];
   let subject: string;
   switch (f.template) {
     case 'verification':

@@ -23,4 +23,28 @@ describe('e-mail templates', () => {
     for (const reason of ['constructor', 'toString', '__proto__', 'hasOwnProperty'])
       expect(canceled(reason).text).toContain(`Reason: ${reason}\n`);
   });
+
+  it('keeps a name with line breaks on its line: no forged lines in the text part, the same words as the HTML part', () => {
+    const mail = renderEmail({
+      template: 'booking',
+      role: 'client',
+      recipientName: 'Zoë\r\nReason: forged',
+      serviceName: 'Tennis\nYour coach approved it.\u2028Really',
+      slots: ['2026-12-02T10:00:00'],
+      timezone: 'Europe/Berlin',
+    });
+    expect(mail.text.split('\n')).toEqual([
+      'Hello Zoë Reason: forged,',
+      '',
+      'Your booking of Tennis Your coach approved it. Really on 2026-12-02 10:00 (Europe/Berlin) is received and waits for the coach.',
+      '',
+    ]);
+    expect(mail.subject).toBe('Booking received: Tennis Your coach approved it. Really');
+    expect(mail.html).toContain('<p>Hello Zoë Reason: forged,</p>');
+    expect(mail.html).not.toMatch(/[\r\n\u2028]/);
+    // A name that is only blanks and breaks greets as an empty one does.
+    expect(renderEmail({ template: 'verification', role: 'client', recipientName: '\r\n' }).text).toMatch(
+      /^Hello there,\n/,
+    );
+  });
 });
