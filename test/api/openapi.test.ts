@@ -250,6 +250,12 @@ describe('GET /docs', () => {
     expect(init).toContain("url: '/openapi.json'");
     expect((await t.request('GET', '/docs/nothing.js')).status).toBe(404);
   });
+
+  it('may not be framed by another site (the page keeps a bearer token for its Execute buttons)', async () => {
+    const page = await fetch(`${t.baseUrl}/docs`);
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+  });
 });
 
 describe('the answer check of every API test', () => {

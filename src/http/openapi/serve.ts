@@ -58,6 +58,10 @@ export function openApiRoutes(routers: () => Router[], version: string): Router 
   });
   router.get('/docs', (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
+    // The page keeps a bearer token (persistAuthorization) and sends requests on a click: another site
+    // framing it could lure those clicks (clickjacking). Never shown in a frame, as the admin page.
+    ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
+    ctx.set('X-Frame-Options', 'DENY');
     ctx.body = PAGE;
   });
   router.get('/docs/:asset', (ctx) => {
