@@ -6,4 +6,4 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 ENV NODE_ENV=production PORT=3000
 EXPOSE 3000
-CMD ["node", "dist/src/main.js"]
+CMD ["node", "--max-old-space-size=1024", "dist/src/main.js"]

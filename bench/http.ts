@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { SERVICE_NODE_FLAGS } from '../src/nodeFlags';
 import { loadConfig } from '../src/config';
 import { signToken, type Role } from '../src/http/auth';
 import {
@@ -53,10 +54,11 @@ async function start(script: string, env: Record<string, string | undefined>): P
   const child = fork(path.join(__dirname, 'servers', script), {
     env: { LOG_LEVEL: 'error', ...process.env, ...env, JWT_SECRET: SECRET },
     // BENCH_PROF=dir writes a CPU profile of each server there (open it in Chrome's DevTools).
-    // BENCH_NODE_ARGS: Node/V8 flags for both servers (e.g. heap settings), to compare their effect.
+    // Both servers run with the service's production flags (src/nodeFlags.ts), or with BENCH_NODE_ARGS
+    // instead when it is set (e.g. heap settings, to compare their effect; BENCH_NODE_ARGS=' ' for none).
     execArgv: [
       ...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []),
-      ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? SERVICE_NODE_FLAGS),
     ],
   });
   const port = await new Promise<number>((resolve, reject) => {
