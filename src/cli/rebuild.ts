@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { EmbeddedDatabaseInUseError } from '../db/pglite';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { openDatabase, openEventStore } from '../system';
 import { UPCASTERS, createUpcasterRegistry, withUpcasting } from '../eventstore/upcasting';
 import { createLogger } from '../log';
@@ -71,6 +72,11 @@ async function main() {
 
 main().catch((err) => {
   const told = err instanceof RebuildError || err instanceof EmbeddedDatabaseInUseError;
-  console.error(told ? `rebuild: ${err.message}` : err);
+  // A database that is down or misnamed is the operator's most likely mistake: one line, no stack trace.
+  if (!told && isDatabaseUnavailable(err))
+    console.error(
+      `rebuild: the database cannot be reached (${(err as Error).message}); is it running, and is DATABASE_URL right?`,
+    );
+  else console.error(told ? `rebuild: ${err.message}` : err);
   process.exitCode = err instanceof RebuildBusyError || err instanceof EmbeddedDatabaseInUseError ? 3 : 2;
 });

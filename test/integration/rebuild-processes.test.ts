@@ -154,6 +154,23 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
     expect(verify.out.join('')).toMatch(/rebuild replay: [\d,]+\/[\d,]+ events/);
   }, 180_000);
 
+  it('says in one line that the database cannot be reached: exit 2, no stack trace', async () => {
+    const env = { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', EVENTSTORE_URL: '' };
+    const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), ['--verify'], {
+      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+      env: { ...env, DATA_DIR: tmp, SMTP_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const out: string[] = [];
+    child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
+    child.stderr!.on('data', (d: Buffer) => out.push(d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(out.join('').trim()).toBe(
+      'rebuild: the database cannot be reached (connect ECONNREFUSED 127.0.0.1:1); is it running, and is DATABASE_URL right?',
+    );
+  }, 60_000);
+
   it('reads the .env the service reads: verifies the database named there, not an embedded one', async () => {
     // The operator's project folder: DATABASE_URL and the rest only in .env, as the service has them.
     const project = fs.mkdtempSync(path.join(os.tmpdir(), 'rebuild-dotenv-'));
