@@ -2,11 +2,17 @@ import * as t from 'io-ts';
 import { SERVICE_SLOT_RE } from '../calendar/slots';
 import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../../src/http/validation';
 
+/**
+ * The ISO 4217 codes of currencies in use, as the runtime's ICU data lists them (EUR, USD, JPY, ...): a price
+ * in "ZZZ" could be neither shown with its minor unit nor charged.
+ */
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
+
 const Currency = refine(
   t.string,
-  (s) => /^[A-Z]{3}$/.test(s),
+  (s) => CURRENCIES.has(s),
   'currency',
-  'Input should be a 3-letter upper-case currency code',
+  'Input should be an ISO 4217 currency code in upper case, e.g. EUR',
 );
 
 /** The longest session a service may have (a hold never lasts longer). */

@@ -365,6 +365,35 @@ describe('services: create, edit, approve, reject, read', () => {
     expect(group.body.detail[0].loc).toEqual(['body', 'maxGroupSize']);
   });
 
+  it('takes only ISO 4217 currency codes for priceCurrency, on create and on edit (422 at the field)', async () => {
+    const coach = await newCoach();
+    for (const priceCurrency of ['ZZZ', 'ABC', 'XXX'])
+      expect(
+        (
+          await t.request('POST', '/api/v1/coach/services', {
+            token: coach.token,
+            body: serviceBody({ priceCurrency }),
+          })
+        ).body,
+      ).toEqual({
+        detail: [
+          {
+            loc: ['body', 'priceCurrency'],
+            msg: expect.stringMatching(/ISO 4217/),
+            type: 'invalid_currency',
+          },
+        ],
+      });
+    const id = await newService(coach, { priceCurrency: 'CHF' });
+    const edit = await t.request('PUT', `/api/v1/coach/services/${id}`, {
+      token: coach.token,
+      body: { priceCurrency: 'ZZZ' },
+    });
+    expect(edit.status).toBe(422);
+    expect(edit.body.detail[0].loc).toEqual(['body', 'priceCurrency']);
+    expect((await t.request('GET', `/api/v1/service/${id}`)).body).toMatchObject({ priceCurrency: 'CHF' });
+  });
+
   it("refuses a price finer than its currency's minor unit, on create and on edit (422)", async () => {
     const coach = await newCoach();
     const create = (over: Record<string, unknown>) =>
