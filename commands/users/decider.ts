@@ -1,5 +1,5 @@
 import { left, right } from 'fp-ts/Either';
-import { assertNever, type Decider } from '../../src/decider';
+import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import { blobUrl } from '../../src/storage/types';
 import type { GalleryItem, ProfileMediaChanged, UserEvent, UserProfile } from './events';
 
@@ -59,6 +59,25 @@ export const DEFAULT_PROFILE: Omit<UserProfile, (typeof REQUIRED_ON_CREATE)[numb
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/** The earliest zone there is (Kiribati, UTC+14): its date is the latest one anyone on Earth has now. */
+const LATEST_ZONE_OFFSET_MS = 14 * 3600_000;
+
+/**
+ * A birth date is not in the future: at most today's date where the day started first (UTC+14), so someone
+ * born today in any zone can be entered. The earliest date (1900) is the codec's, as for every date.
+ */
+function birthDateRule(birthDate: string | null, now: string): DomainError | null {
+  if (birthDate === null) return null;
+  const latest = new Date(Date.parse(now) + LATEST_ZONE_OFFSET_MS).toISOString().slice(0, 10);
+  return birthDate <= latest
+    ? null
+    : {
+        code: 'validation',
+        message: `birthDate ${birthDate} is in the future`,
+        locs: [['body', 'birthDate']],
+      };
+}
+
 export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
   initialState: () => ({ profile: null, gallery: [] }),
 
@@ -101,6 +120,11 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
             });
         }
         const before = state.profile;
+        const bornErr =
+          given.birthDate === undefined || given.birthDate === before?.birthDate
+            ? null
+            : birthDateRule(given.birthDate, command.now);
+        if (bornErr) return left(bornErr);
         // Media uploaded before the profile existed becomes part of it on creation.
         const media = !before && state.media ? mediaFields(state.media) : {};
         const profile = { ...DEFAULT_PROFILE, ...media, ...before, ...given } as UserProfile;

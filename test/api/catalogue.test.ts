@@ -120,6 +120,28 @@ describe('PUT /api/v1/users/{user_id}', () => {
     );
   });
 
+  it('refuses a birthDate in the future (422 at birthDate), on create and on edit', async () => {
+    const nextYear = `${new Date().getUTCFullYear() + 1}-06-01`;
+    const created = await putUser(randomUUID(), {
+      firstName: 'Fut',
+      lastName: 'Ure',
+      email: 'future@example.com',
+      type: 'client',
+      birthDate: nextYear,
+    });
+    expect(created.status).toBe(422);
+    expect(created.body).toEqual({
+      detail: [{ loc: ['body', 'birthDate'], msg: expect.stringMatching(/future/), type: 'value_error' }],
+    });
+    const client = await newClient();
+    const edited = await putUser(client.id, { birthDate: nextYear });
+    expect(edited.status).toBe(422);
+    expect(edited.body.detail[0].loc).toEqual(['body', 'birthDate']);
+    expect((await putUser(client.id, { birthDate: '1990-05-01' })).body).toMatchObject({
+      birthDate: '1990-05-01',
+    });
+  });
+
   it('refuses a new profile without its basics', async () => {
     const res = await putUser(randomUUID(), { firstName: 'Only' });
     expect(res.status).toBe(422);

@@ -76,6 +76,28 @@ describe('user profile decider', () => {
     expect(given([created, later]).profile?.type).toBe('client');
   });
 
+  it('refuses a birthDate later than today anywhere on Earth (UTC+14), kept when it is sent unchanged', () => {
+    // now is 2030-01-01T10:00Z: already 2030-01-02 from 10:00Z in UTC+14 (Kiribati).
+    for (const birthDate of ['2030-01-03', '2031-06-01', '2200-01-01']) {
+      const out = userProfile.decide(upsert({ ...basics, birthDate }), given([]));
+      expect(isLeft(out) && out.left).toEqual({
+        code: 'validation',
+        message: expect.stringMatching(/birthDate/),
+        locs: [['body', 'birthDate']],
+      });
+    }
+    for (const birthDate of ['2030-01-02', '2030-01-01', '1990-05-01', '1900-01-01', null])
+      expect(isRight(userProfile.decide(upsert({ ...basics, birthDate }), given([])))).toBe(true);
+    // A profile stored before the rule can still be sent again as it is.
+    const stored: UserEvent = {
+      ...created,
+      data: { ...created.data, profile: { ...created.data.profile, birthDate: '2040-01-01' } },
+    };
+    expect(
+      isRight(userProfile.decide(upsert({ birthDate: '2040-01-01', phone: '123456' }), given([stored]))),
+    ).toBe(true);
+  });
+
   it('knows IANA zones and calendar dates', () => {
     expect(isIanaZone('America/Sao_Paulo')).toBe(true);
     expect(isIanaZone('Mars/Olympus')).toBe(false);
