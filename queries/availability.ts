@@ -18,7 +18,7 @@ import type { Queryable } from '../src/db/database';
 import type { AppDeps } from '../src/deps';
 import { notFound, ValidationError } from '../src/http/errors';
 import { Uuid, decode, refine } from '../src/http/validation';
-import { travelMinutes } from '../commands/calendar/travel';
+import { tooFarMessage, travelMinutes } from '../commands/calendar/travel';
 
 import { optionalPrincipal } from './caller';
 import { describeSchema } from '../src/http/openapi/jsonSchema';
@@ -112,7 +112,11 @@ async function candidateTravel(db: Queryable, coachId: string, query: unknown): 
     'SELECT lat, lng FROM addresses WHERE user_id = $1 AND is_default',
     [coachId],
   );
-  return travelMinutes(base.rows[0] ?? null, { lat: q.lat, lng: q.lng });
+  const travel = travelMinutes(base.rows[0] ?? null, { lat: q.lat, lng: q.lng });
+  // As the booking refuses it: a place over a day of travel away offers nothing to book.
+  const tooFar = tooFarMessage(travel);
+  if (tooFar) throw new ValidationError([{ loc: ['query', 'lat'], msg: tooFar, type: 'value_error' }]);
+  return travel;
 }
 
 /** Where the asked session would take place (`placeKey`, as the booking names it): group seats are per place. */

@@ -19,7 +19,7 @@ import { addressBook } from '../addresses/decider';
 import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
 import { calendarStream, type SlotsReserved } from '../calendar/events';
-import { travelMinutes } from '../calendar/travel';
+import { tooFarMessage, travelMinutes } from '../calendar/travel';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
 import { listBooking, listingAppend, sessionParty } from './lookups';
 import { bookingAppends, completeBooking } from './complete';
@@ -163,6 +163,9 @@ export function bookingCommands(deps: AppDeps): Router {
     const where = placeOf(bookRead.state, body);
     if (!where)
       return refuse(notFound('address_not_found', "addressId is not one of the coach's saved addresses"));
+    const tooFar = tooFarMessage(where.minutesTravel);
+    if (tooFar)
+      return refuse(new ValidationError([{ loc: ['body', 'position'], msg: tooFar, type: 'value_error' }]));
     const method = body.method ?? 'card';
     const pkg = body.packageId
       ? await packageRef(body.packageId.toLowerCase(), userId, serviceId)

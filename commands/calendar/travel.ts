@@ -7,6 +7,18 @@
 export const ROAD_FACTOR = 1.3;
 export const SPEED_KMH = 30;
 export const ROUND_TO = 5;
+/**
+ * The longest trip a session may need, each way: a day (about 550 km from the coach's default address). A
+ * place farther away is refused (422): a session days away is not one a coach travels to, and its trips
+ * would block the coach's calendar for weeks (up to 36 days each side at the antipodes).
+ */
+export const MAX_TRAVEL_MINUTES = 24 * 60;
+
+/** Why a trip of `minutes` is refused, or null when it is within MAX_TRAVEL_MINUTES. */
+export const tooFarMessage = (minutes: number): string | null =>
+  minutes > MAX_TRAVEL_MINUTES
+    ? `the place is ${minutes} minutes of travel from the coach's default address, each way; at most ${MAX_TRAVEL_MINUTES}`
+    : null;
 
 const EARTH_RADIUS_KM = 6371.0088;
 const rad = (deg: number) => (deg * Math.PI) / 180;

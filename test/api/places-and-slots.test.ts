@@ -162,7 +162,7 @@ describe('travel time (minutesTravel)', () => {
     ]);
   });
 
-  it('reaching days away (a client in Lisbon), is shown as far as it reaches, as booking counts it', async () => {
+  it('reaching most of a day away (a client in Munich), is shown as far as it reaches, as booking counts it', async () => {
     const hours = [{ start: '09:00', end: '17:00' }];
     const everyDay = Object.fromEntries(
       ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [d, hours]),
@@ -170,14 +170,13 @@ describe('travel time (minutesTravel)', () => {
     const coach = await m.coach({ weekly: everyDay });
     await saveAddress(coach.token, 'Studio', ALEXANDERPLATZ);
     const serviceId = await m.offering(coach);
-    const free = async (query = '') =>
-      (await freeOn(serviceId, '2026-12-05', query)).slots.map((at) => `2026-12-05T${at}:00`);
+    const free = async (query = '') => (await freeOn(serviceId, '2026-12-05', query)).slots;
     const bookable = async (slots: string[], place: Record<string, unknown>) => {
       const booked: string[] = [];
       for (const slot of slots) {
         const res = await book((await m.client()).token, serviceId, { slots: [slot], ...place });
         if (res.status === 200) {
-          booked.push(slot);
+          booked.push(slot.slice(11, 16));
           const freed = await t.request('POST', `/api/v1/session/${res.body[0].id}/decline`, {
             token: coach.token,
           });
@@ -187,34 +186,75 @@ describe('travel time (minutesTravel)', () => {
       return booked;
     };
     const saturday = ['09', '10', '11', '12', '13', '14', '15', '16'].map((h) => `2026-12-05T${h}:00:00`);
-    const lisbon = { lat: 38.7223, lng: -9.1393 };
+    const munich = { lat: 48.1351, lng: 11.582 };
 
-    // Tuesday 12:00 at the studio; a client in Lisbon needs 6015 minutes (4 days 4 h 15 min) each way.
-    const near = await book((await m.client()).token, serviceId, { slots: ['2026-12-01T12:00:00'] });
+    // Friday 16:00 at the studio; a client in Munich needs 1315 minutes (21 h 55 min) each way.
+    const near = await book((await m.client()).token, serviceId, { slots: ['2026-12-04T16:00:00'] });
     expect(near.status).toBe(200);
-    const fromLisbon = `&lat=${lisbon.lat}&lng=${lisbon.lng}`;
-    expect((await freeOn(serviceId, '2026-12-05', fromLisbon)).travel).toBe(6015);
-    // Saturday's sessions in Lisbon would leave before Tuesday's ends: none is free, and none is booked.
-    expect(await bookable(saturday, { position: lisbon })).toEqual([]);
-    expect(await free(fromLisbon)).toEqual([]);
+    const fromMunich = `&lat=${munich.lat}&lng=${munich.lng}`;
+    expect((await freeOn(serviceId, '2026-12-05', fromMunich)).travel).toBe(1315);
+    // Saturday's sessions in Munich whose trip leaves before Friday's session ends (17:00) are not free:
+    // 15:00 leaves at 17:05 the day before.
+    expect(await bookable(saturday, { position: munich })).toEqual(['15:00', '16:00']);
+    expect(await free(fromMunich)).toEqual(['15:00', '16:00']);
 
-    // The other way round: Tuesday's session in Lisbon keeps the coach away until Saturday 17:15.
+    // The other way round: Friday's session in Munich keeps the coach away until Saturday 14:55.
     expect(
       (await t.request('POST', `/api/v1/session/${near.body[0].id}/decline`, { token: coach.token })).status,
     ).toBe(200);
     const away = await book((await m.client()).token, serviceId, {
-      slots: ['2026-12-01T12:00:00'],
-      position: lisbon,
+      slots: ['2026-12-04T16:00:00'],
+      position: munich,
     });
     expect(away.status).toBe(200);
-    expect(away.body[0].minutesTravel).toBe(6015);
-    expect(await bookable(saturday, {})).toEqual([]);
-    expect(await free()).toEqual([]);
+    expect(away.body[0].minutesTravel).toBe(1315);
+    expect(await bookable(saturday, {})).toEqual(['15:00', '16:00']);
+    expect(await free()).toEqual(['15:00', '16:00']);
     const coachView = await t.request(
       'GET',
       `/api/v1/coach/${coach.id}/availability?from_date=2026-12-05&to_date=2026-12-05`,
     );
-    expect(coachView.body.services[0].slots).toEqual([]);
+    expect(coachView.body.services[0].slots.map((s: { slot: string }) => s.slot.slice(11, 16))).toEqual([
+      '15:00',
+      '16:00',
+    ]);
+  });
+
+  it('refuses a place more than a day of travel away (a client in Lisbon, 6015 minutes): 422, nothing held', async () => {
+    const coach = await m.coach();
+    await saveAddress(coach.token, 'Studio', ALEXANDERPLATZ);
+    const serviceId = await m.offering(coach);
+    const lisbon = { lat: 38.7223, lng: -9.1393 };
+    const before = await freeOn(serviceId, '2026-12-03');
+    expect(before.slots.length).toBeGreaterThan(0);
+    const tooFar = {
+      msg: expect.stringMatching(/6015 minutes of travel.*at most 1440/),
+      type: 'value_error',
+    };
+    for (const path of [
+      `/api/v1/service/${serviceId}/availability`,
+      `/api/v1/coach/${coach.id}/availability`,
+    ]) {
+      const res = await t.request(
+        'GET',
+        `${path}?from_date=2026-12-03&to_date=2026-12-03&lat=${lisbon.lat}&lng=${lisbon.lng}`,
+      );
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ detail: [{ loc: ['query', 'lat'], ...tooFar }] });
+    }
+    const res = await book((await m.client()).token, serviceId, {
+      slots: [`2026-12-03T${before.slots[0]}:00`],
+      position: lisbon,
+    });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ detail: [{ loc: ['body', 'position'], ...tooFar }] });
+    expect(await freeOn(serviceId, '2026-12-03')).toEqual(before);
+    // The antipodes, the farthest there is: the same answer, never a 500.
+    const antipodes = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?lat=-52.5219&lng=-166.5868`,
+    );
+    expect(antipodes.status).toBe(422);
   });
 
   it('is 0 when the coach has no default address or the client gives no position', async () => {
@@ -260,7 +300,9 @@ describe('travel time (minutesTravel)', () => {
     });
     expect(booked.status).toBe(200);
     expect(booked.body[0].minutesTravel).toBe(75);
-    const nearZero = await t.request('GET', `/api/v1/service/${serviceId}/availability?lat=1e-7&lng=-2.5e-8`);
+    // (From a coach with no address: no travel. From Berlin the Gulf of Guinea is over a day away, 422.)
+    const nowhere = await m.offering(await m.coach());
+    const nearZero = await t.request('GET', `/api/v1/service/${nowhere}/availability?lat=1e-7&lng=-2.5e-8`);
     expect(nearZero.status).toBe(200);
   });
 });
