@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createPublicKey } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServerTimeouts } from './http/server';
@@ -191,6 +191,31 @@ function smtpUrl(env: NodeJS.ProcessEnv): string | undefined {
   return raw;
 }
 
+/**
+ * JWT_PUBLIC_KEY: an RSA public key in PEM (tokens are RS256), read at start. One OpenSSL could not read
+ * stopped the service after it had opened the database, with "error:1E08010C:DECODER routines::unsupported"
+ * and a stack; another kind of key (EC) started it and refused every token.
+ */
+function jwtPublicKey(env: NodeJS.ProcessEnv): string | undefined {
+  const pem = env.JWT_PUBLIC_KEY;
+  if (!pem) return undefined;
+  let type: string | undefined;
+  try {
+    type = createPublicKey(pem).asymmetricKeyType;
+  } catch {
+    throw new ConfigError(
+      pem.includes('\\n') && !pem.includes('\n')
+        ? 'JWT_PUBLIC_KEY is not a public key in PEM: its line breaks written as \\n are not read; give the PEM with real line breaks'
+        : 'JWT_PUBLIC_KEY is not a public key in PEM ("-----BEGIN PUBLIC KEY-----" ... "-----END PUBLIC KEY-----")',
+    );
+  }
+  if (type !== 'rsa')
+    throw new ConfigError(
+      `JWT_PUBLIC_KEY must be an RSA key (tokens are checked as RS256); got a key of type ${type ?? 'unknown'}`,
+    );
+  return pem;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
@@ -214,7 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailFrom: mailFrom(env),
     jwt: {
       secret: env.JWT_SECRET || (env.JWT_PUBLIC_KEY ? undefined : DEV_JWT_SECRET),
-      publicKey: env.JWT_PUBLIC_KEY || undefined,
+      publicKey: jwtPublicKey(env),
       usingDevSecret,
       maxTtlSeconds: positiveInt(env, 'JWT_MAX_TTL_SECONDS', DEFAULT_JWT_MAX_TTL_SECONDS),
       issuer: env.JWT_ISSUER || undefined,

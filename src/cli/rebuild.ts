@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { loadConfig } from '../config';
+import { ConfigError, loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { EmbeddedDatabaseInUseError } from '../db/pglite';
 import { isDatabaseUnavailable } from '../db/unavailable';
@@ -71,7 +71,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  const told = err instanceof RebuildError || err instanceof EmbeddedDatabaseInUseError;
+  const told =
+    err instanceof RebuildError || err instanceof EmbeddedDatabaseInUseError || err instanceof ConfigError;
   // A database that is down or misnamed is the operator's most likely mistake: one line, no stack trace.
   if (!told && isDatabaseUnavailable(err))
     console.error(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { loadConfig } from '../config';
+import { ConfigError, loadConfig, type Config } from '../config';
 import { ROLES, signToken, type Role } from '../http/auth';
 
 /** npm run token -- [user-uuid] [role,role...]: prints a bearer token signed with JWT_SECRET (or the dev secret). */
@@ -20,7 +20,15 @@ if (unknown.length) {
 }
 // The .env the service reads (src/main.ts), so the token is signed with the secret the service checks.
 if (fs.existsSync('.env')) process.loadEnvFile('.env');
-const config = loadConfig();
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  // A setting the service would refuse to start with (src/main.ts): one line, as the other refusals here.
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`token: ${err.message}`);
+  process.exit(2);
+}
 // With JWT_PUBLIC_KEY the service takes RS256 tokens only: one signed with a JWT_SECRET kept beside it (for
 // webhook secrets) would be refused with 401.
 if (config.jwt.publicKey || !config.jwt.secret) {

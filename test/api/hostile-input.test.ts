@@ -3,7 +3,7 @@ import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import Koa from 'koa';
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { ConfigError, loadConfig } from '../../src/config';
 import { DEFAULT_TIMEOUTS, createHttpServer } from '../../src/http/server';
@@ -369,7 +369,12 @@ describe('production configuration', () => {
 
   it('starts with a 32-byte secret or a public key', () => {
     expect(prod({ JWT_SECRET: 'k'.repeat(32) })().jwt.secret).toBe('k'.repeat(32));
-    expect(prod({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----' })().jwt.publicKey).toBeDefined();
+    const { publicKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    expect(prod({ JWT_PUBLIC_KEY: publicKey })().jwt.publicKey).toBe(publicKey);
   });
 
   it('keeps the development default outside production', () => {

@@ -171,6 +171,23 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
     );
   }, 60_000);
 
+  it('says in one line which setting it refuses (a JWT_PUBLIC_KEY that is no key): exit 2, no stack trace', async () => {
+    const env = { ...process.env, EVENTSTORE_URL: '', JWT_PUBLIC_KEY: 'garbage' };
+    const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), ['--verify'], {
+      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+      env: { ...env, DATA_DIR: tmp, SMTP_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const out: string[] = [];
+    child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
+    child.stderr!.on('data', (d: Buffer) => out.push(d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(out.join('').trim()).toBe(
+      'rebuild: JWT_PUBLIC_KEY is not a public key in PEM ("-----BEGIN PUBLIC KEY-----" ... "-----END PUBLIC KEY-----")',
+    );
+  }, 60_000);
+
   it('reads the .env the service reads: verifies the database named there, not an embedded one', async () => {
     // The operator's project folder: DATABASE_URL and the rest only in .env, as the service has them.
     const project = fs.mkdtempSync(path.join(os.tmpdir(), 'rebuild-dotenv-'));

@@ -84,6 +84,30 @@ describe('npm run token', () => {
     }
   });
 
+  it('says in one line which setting it cannot use (a JWT_PUBLIC_KEY that is no key), exit 2, no stack trace', () => {
+    fs.rmSync(path.join(tmp, '.env'), { force: true });
+    const clean = { ...process.env };
+    for (const k of ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'NODE_ENV']) delete clean[k];
+    for (const [env, said] of [
+      [{ JWT_PUBLIC_KEY: 'garbage' }, 'token: JWT_PUBLIC_KEY is not a public key in PEM'],
+      [{ PORT: 'http' }, 'token: PORT must be a whole number, got http'],
+    ] as const) {
+      const run = spawnSync(
+        process.execPath,
+        [
+          '-r',
+          path.join(__dirname, '../support/register-ts.cjs'),
+          path.join(__dirname, '../../src/cli/token.ts'),
+          '-',
+          'admin',
+        ],
+        { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
+      );
+      expect([run.status, run.stdout]).toEqual([2, '']);
+      expect(run.stderr.trim().split('\n')).toEqual([expect.stringContaining(said)]);
+    }
+  });
+
   it('refuses a user id that is not a UUID (the service answers 401 to such a token), exit 2', () => {
     fs.rmSync(path.join(tmp, '.env'), { force: true });
     for (const args of [['admin'], ['alice', 'admin']]) {

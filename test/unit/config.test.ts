@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { ConfigError, loadConfig } from '../../src/config';
 
 describe('numeric settings', () => {
@@ -49,5 +50,41 @@ describe('SMTP_URL', () => {
     expect(() => loadConfig({ SMTP_URL: 'smtp//user:hunter2@mail.example.com' })).toThrow(
       expect.objectContaining({ message: expect.not.stringContaining('hunter2') }),
     );
+  });
+});
+
+describe('JWT_PUBLIC_KEY', () => {
+  const pem = (type: 'rsa' | 'ec') =>
+    generateKeyPairSync(
+      type as 'rsa',
+      {
+        ...(type === 'rsa' ? { modulusLength: 2048 } : { namedCurve: 'P-256' }),
+        publicKeyEncoding: { type: 'spki', format: 'pem' },
+        privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      } as never,
+    ) as unknown as { publicKey: string; privateKey: string };
+
+  it('is read at start: an RSA public key in PEM, else one line naming it (no OpenSSL error, no stack)', () => {
+    const rsa = pem('rsa').publicKey;
+    expect(loadConfig({ JWT_PUBLIC_KEY: rsa }).jwt.publicKey).toBe(rsa);
+    // Each of these started the service only as far as opening the database, then stopped with
+    // "error:1E08010C:DECODER routines::unsupported" and its stack (or, an EC key, refused every token).
+    for (const [bad, why] of [
+      ['garbage', /^JWT_PUBLIC_KEY is not a public key in PEM/],
+      ['-----BEGIN PUBLIC KEY-----', /^JWT_PUBLIC_KEY is not a public key in PEM/],
+      [rsa.replace(/\n/g, '\\n'), /line breaks written as \\n/],
+      [pem('ec').publicKey, /^JWT_PUBLIC_KEY must be an RSA key .*RS256.*of type ec$/],
+    ] as const) {
+      let err: unknown;
+      try {
+        loadConfig({ JWT_PUBLIC_KEY: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      const message = (err as Error).message;
+      expect(message).toMatch(why);
+      expect(message).not.toMatch(/DECODER|error:|\n/);
+    }
   });
 });
