@@ -282,6 +282,32 @@ const slotsFor = (
     : [];
 
 /**
+ * The clients holding a seat in each offered slot (by its start, epoch ms): a group slot with seats left.
+ * A client holds at most one seat of a slot (the calendar decider refuses a second, 409 `slot_unavailable`
+ * "you already hold ..."), so such a slot is not offered to its holders (`withoutOwnSeats`).
+ */
+function seatHolders(reservations: Iterable<Reservation>, slots: FreeSlot[]): Map<number, string[]> {
+  const offered = new Set(slots.map((x) => Date.parse(x.startsAt)));
+  const holders = new Map<number, string[]>();
+  for (const r of reservations) {
+    const start = Date.parse(r.startsAt);
+    if (!offered.has(start)) continue;
+    const ids = holders.get(start);
+    if (ids) ids.push(r.clientId);
+    else holders.set(start, [r.clientId]);
+  }
+  return holders;
+}
+
+/** The starts of the slots in which `clientId` holds a seat. */
+const ownSeats = (holders: Map<number, string[]>, clientId: string): Set<number> =>
+  new Set([...holders].filter(([, ids]) => ids.includes(clientId)).map(([start]) => start));
+
+/** The slots without those starting at `own` (the caller's seats). */
+const withoutOwnSeats = (slots: FreeSlot[], own: Set<number>): FreeSlot[] =>
+  own.size ? slots.filter((x) => !own.has(Date.parse(x.startsAt))) : slots;
+
+/**
  * The most free slots one answer of endpoint 11 lists, over all the coach's services: a coach open around
  * the clock with many short services had 44 MB answers for 62 days that held the process for seconds.
  * Each service's slots are computed on a turn of their own, so other requests are served in between.
@@ -319,6 +345,8 @@ interface CachedAvailability {
   answer: HoledJson;
   /** The last instant a package bought now may hold a session (Infinity for a single-session service). */
   packageEnd: number;
+  /** Who holds a seat in the group slots offered (`seatHolders`): not offered to them. */
+  holders: Map<number, string[]>;
 }
 
 /**
@@ -401,7 +429,13 @@ export function availabilityQueries(deps: AppDeps): Router {
         ? await computeShared(holderUntil)
         : common;
     ctx.type = 'application/json';
-    ctx.body = fillHole(shared.answer, packaged?.text ?? '[]');
+    const body = fillHole(shared.answer, packaged?.text ?? '[]');
+    // A group slot the caller holds a seat in is not offered to it (booking it again is refused).
+    const own = caller ? ownSeats(shared.holders, caller.userId) : new Set<number>();
+    if (own.size) {
+      const answer = JSON.parse(body.toString()) as { slots: FreeSlot[] };
+      ctx.body = JSON.stringify({ ...answer, slots: withoutOwnSeats(answer.slots, own) });
+    } else ctx.body = body;
 
     async function holdsOpenPackage(clientId: string, service: string): Promise<boolean> {
       const { packages } = await clientPackagesUntil(deps.db, clientId, { serviceId: service }, now);
@@ -471,14 +505,22 @@ export function availabilityQueries(deps: AppDeps): Router {
         service.numberOfSessions > 1
           ? packageLastDay(now.toISOString(), service.expiresInDays, zone).endOf('day').toMillis()
           : Infinity;
-      const answer = { coachId: row.coach_id, answer: holed, packageEnd };
+      const holders = seatHolders(reservations, slots);
+      const answer = { coachId: row.coach_id, answer: holed, packageEnd, holders };
       const coachScope = userScope(row.coach_id);
       const token = tokenOf(coachScope);
       // The default range starts today in the coach's zone: true until the next local midnight.
       const rangeUntil = ctx.query.from_date === undefined ? nextLocalMidnight(now, zone) : Infinity;
       // A service not approved shows only to its coach: never cached; nor one answered to a holder.
       if (row.status === 'approved' && token !== undefined && packageUntil === undefined)
-        answers.set(key, token, answer, holed.bytes.length, at, Math.min(until, rangeUntil));
+        answers.set(
+          key,
+          token,
+          answer,
+          holed.bytes.length + 64 * holders.size,
+          at,
+          Math.min(until, rangeUntil),
+        );
       else if (token === undefined)
         // A scope with no version row yet gets one, so that the next read can be served from the cache.
         await ensureScopes(
@@ -514,6 +556,12 @@ export function availabilityQueries(deps: AppDeps): Router {
       (s) => s.status === 'approved' || owed.has(s.id),
     );
     const now = deps.clock();
+    // The caller's own seats: a group slot it holds one in is not offered to it (as on endpoint 6).
+    const own = new Set(
+      caller
+        ? reservations.filter((r) => r.clientId === caller.userId).map((r) => Date.parse(r.startsAt))
+        : [],
+    );
     const answered = [];
     let left = MAX_SLOTS_PER_ANSWER;
     for (const s of services) {
@@ -532,7 +580,11 @@ export function availabilityQueries(deps: AppDeps): Router {
       );
       left -= slots.length;
       if (left < 0) throw tooManySlots();
-      answered.push({ service: s, slots, packages: packages.filter((p) => p.serviceId === s.id) });
+      answered.push({
+        service: s,
+        slots: withoutOwnSeats(slots, own),
+        packages: packages.filter((p) => p.serviceId === s.id),
+      });
     }
     ctx.body = {
       coachId,

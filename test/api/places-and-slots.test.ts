@@ -417,6 +417,42 @@ describe('a group session takes place at one place', () => {
     expect(await seatsAt(`&address_id=${park}`)).toBe(1);
   });
 
+  it('is not offered to a client who holds a seat in it (6, 11): booking it again is 409 slot_unavailable', async () => {
+    const { coach, serviceId } = await coachWithPlaces({ groupSession: true, maxGroupSize: 3 });
+    const slot = '2026-12-02T11:00:00';
+    const holder = await m.client();
+    const other = await m.client();
+    expect((await book(holder.token, serviceId, { slots: [slot] })).status).toBe(200);
+    const offered = async (token?: string) => {
+      const range = 'from_date=2026-12-02&to_date=2026-12-02';
+      const one = await t.request('GET', `/api/v1/service/${serviceId}/availability?${range}`, { token });
+      const all = await t.request('GET', `/api/v1/coach/${coach.id}/availability?${range}`, { token });
+      expect([one.status, all.status]).toEqual([200, 200]);
+      const seats = (slots: { slot: string; remainingSeats: number }[]) =>
+        slots.find((x) => x.slot === slot)?.remainingSeats;
+      const byCoach = (all.body.services as { service: { id: string }; slots: never[] }[]).find(
+        (x) => x.service.id === serviceId,
+      )!;
+      return [seats(one.body.slots), seats(byCoach.slots), one.body.slots.length];
+    };
+    // Anyone else (and an anonymous caller) is offered the seats left; the holder is not, its other slots stay.
+    const [, , count] = await offered();
+    expect(await offered()).toEqual([2, 2, count]);
+    expect(await offered(other.token)).toEqual([2, 2, count]);
+    expect(await offered(holder.token)).toEqual([undefined, undefined, count - 1]);
+    // A booking of it, the way a client who was offered it would try, is refused clearly.
+    const again = await book(holder.token, serviceId, { slots: [slot] });
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({
+      error: 'slot_unavailable',
+      message: `you already hold ${slot}`,
+      code: 409,
+    });
+    expect((await book(other.token, serviceId, { slots: [slot] })).status).toBe(200);
+    expect(await offered(holder.token)).toEqual([undefined, undefined, count - 1]);
+    expect(await offered()).toEqual([1, 1, count]);
+  });
+
   it('leaves a one-on-one session booked before its service became a group one to its client', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
