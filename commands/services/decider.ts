@@ -60,6 +60,24 @@ function priceRule(f: Pick<ServiceFields, 'price' | 'priceCurrency'>): DomainErr
       };
 }
 
+/**
+ * A price taken by `priceRule` as the amount it means: 0.1 + 0.2 (0.30000000000000004) is stored as 0.3, so
+ * the service, its bookings' payments and the audit show the number the session's share shows. A price the
+ * rule refuses is left as given, for the rule to name.
+ */
+function inMinorUnits<F extends { price?: number | undefined; priceCurrency?: string | undefined }>(
+  fields: F,
+  currency: string,
+): F {
+  if (fields.price === undefined) return fields;
+  const unit = 10 ** currencyDecimals(currency);
+  const scaled = fields.price * unit;
+  const rounded = Math.round(scaled);
+  return Math.abs(scaled - rounded) < 1e-6 && rounded / unit !== fields.price
+    ? { ...fields, price: rounded / unit }
+    : fields;
+}
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 function decideUpdate(
@@ -68,10 +86,9 @@ function decideUpdate(
 ): Either<DomainError, ServiceEvent[]> {
   // Another coach's service answers as if it did not exist, so ids cannot be probed.
   if (s.coachId !== command.coachId) return left(notFound);
+  const given = inMinorUnits(command.changes, command.changes.priceCurrency ?? s.priceCurrency);
   const changes = Object.fromEntries(
-    Object.entries(command.changes).filter(
-      ([k, v]) => v !== undefined && !same(s[k as keyof ServiceFields], v),
-    ),
+    Object.entries(given).filter(([k, v]) => v !== undefined && !same(s[k as keyof ServiceFields], v)),
   ) as Partial<ServiceFields>;
   if (Object.keys(changes).length === 0) return right([]);
   // A service made a group one says how many it seats, as on create: left at its one seat, no second client
@@ -133,7 +150,8 @@ export const service: Decider<ServiceCommand, ServiceEvent, ServiceState> = {
     switch (command.type) {
       case 'CreateService': {
         if (s) return left({ code: 'conflict', message: 'a service with this id already exists' });
-        const err = groupRule(command.fields) ?? priceRule(command.fields);
+        const fields = inMinorUnits(command.fields, command.fields.priceCurrency);
+        const err = groupRule(fields) ?? priceRule(fields);
         if (err) return left(err);
         return right([
           {
@@ -141,7 +159,7 @@ export const service: Decider<ServiceCommand, ServiceEvent, ServiceState> = {
             data: {
               serviceId: command.serviceId,
               coachId: command.coachId,
-              ...command.fields,
+              ...fields,
               status: 'review',
               createdAt: command.now,
             },

@@ -142,6 +142,35 @@ describe('packages booked in several steps (8 with packageId)', () => {
     }
   });
 
+  it('shows a price sent with binary noise (0.1 + 0.2) as the amount it means, alike on every endpoint', async () => {
+    // 0.1 + 0.2 is 0.30000000000000004 in JavaScript: within the minor unit's tolerance, so taken, and it
+    // was stored and shown so on the service, the payment and the audit, while the session said 0.3.
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { price: 0.1 + 0.2 });
+    const client = await m.client();
+    const booked = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
+    expect(booked.status).toBe(200);
+    const { id, paymentId } = booked.body[0] as { id: string; paymentId: string };
+    const auditor = t.token(randomUUID(), ['auditor']);
+    const get = async (path: string, token?: string) => (await t.request('GET', path, { token })).body;
+    const audit = await get(`/api/v1/audit/payments/${paymentId}/events`, auditor);
+    expect([
+      (await get(`/api/v1/service/${serviceId}`)).price,
+      booked.body[0].price,
+      (await get(`/api/v1/session/${id}`, client.token)).price,
+      (await get(`/api/v1/payment/${paymentId}`, client.token)).price,
+      audit.stateAt.price,
+      audit.events[0].data.price,
+    ]).toEqual([0.3, 0.3, 0.3, 0.3, 0.3, 0.3]);
+    // An edit likewise: 0.7 + 0.1 is 0.7999999999999999.
+    const edited = await t.request('PUT', `/api/v1/coach/services/${serviceId}`, {
+      token: coach.token,
+      body: { price: 0.7 + 0.1 },
+    });
+    expect(edited.body.price).toBe(0.8);
+    expect((await get(`/api/v1/service/${serviceId}`)).price).toBe(0.8);
+  });
+
   it('answers a later session of the package with its own place and notes, as GET shows it', async () => {
     const { coach, client, serviceId } = await packageOf();
     const first = await book(client.token, serviceId, {
