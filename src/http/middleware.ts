@@ -53,6 +53,9 @@ export function errorHandler(log: Logger): Middleware {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/** Charsets a JSON body may name: UTF-8 (and US-ASCII, a subset of it). */
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
 /**
  * A body must come as JSON (or as multipart/form-data to an upload route), else 415. The body parser only
  * reads JSON and hands the routes `{}` for any other type, so a text/plain, form or multipart body sent to a
@@ -70,6 +73,15 @@ export function requireJsonBody(isUpload: (method: string, path: string) => bool
           415,
           'unsupported_media_type',
           `send the body as application/json (got ${ctx.get('content-type') || 'no Content-Type'})`,
+        );
+      // JSON is UTF-8 (RFC 8259) and the parser reads every body as UTF-8: a body declared in another
+      // charset (iso-8859-1, utf-16) had its text garbled ("René" stored as "Ren\ufffd") and answered 200.
+      const charset = ctx.request.charset.toLowerCase();
+      if (charset && !UTF8_CHARSETS.has(charset))
+        throw new HttpError(
+          415,
+          'unsupported_media_type',
+          `send the JSON body in UTF-8 (got charset=${charset.slice(0, 40)})`,
         );
     }
     await next();

@@ -208,4 +208,43 @@ describe('a JSON body is read under every JSON media type the service accepts', 
     expect(res.status).toBe(415);
     expect(res.body).toEqual({ error: 'unsupported_media_type', message: expect.any(String), code: 415 });
   });
+
+  it('answers a body declared in a charset other than UTF-8 with 415, not with its text garbled', async () => {
+    const client = await m.client();
+    const profile = { firstName: 'Ren\u00e9' };
+    for (const [charset, bytes] of [
+      ['iso-8859-1', Buffer.from(JSON.stringify(profile), 'latin1')],
+      ['windows-1252', Buffer.from(JSON.stringify(profile), 'latin1')],
+      ['utf-16le', Buffer.from(JSON.stringify(profile), 'utf16le')],
+    ] as const) {
+      const res = await fetch(`${t.baseUrl}/api/v1/users/${client.id}`, {
+        method: 'PUT',
+        headers: {
+          authorization: `Bearer ${m.service()}`,
+          'content-type': `application/json; charset=${charset}`,
+        },
+        body: bytes,
+      });
+      expect([charset, res.status]).toEqual([charset, 415]);
+      expect(await res.json()).toEqual({
+        error: 'unsupported_media_type',
+        message: expect.stringContaining('UTF-8'),
+        code: 415,
+      });
+    }
+    // Nothing was stored: the name was "Ren\ufffd" (the e-acute byte read as UTF-8) with 200.
+    const seen = await t.request('GET', `/api/v1/coach/client/${client.id}`, {
+      token: t.token(randomUUID(), ['admin']),
+    });
+    expect(seen.status).toBe(200);
+    expect(seen.body.firstName).not.toContain('\ufffd');
+    // UTF-8, named in any case (or not named at all), is read as before.
+    const upsert = await t.request('PUT', `/api/v1/users/${client.id}`, {
+      token: m.service(),
+      body: profile,
+      headers: { 'content-type': 'application/json; charset=UTF8' },
+    });
+    expect(upsert.status).toBe(200);
+    expect(upsert.body.firstName).toBe('Ren\u00e9');
+  });
 });
