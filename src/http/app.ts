@@ -3,7 +3,14 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { AppDeps } from '../deps';
 import { jwtMiddleware, presentTokenMustBeValid, principal } from './auth';
-import { emptyJsonBodyIsEmptyObject, errorHandler, requestContext, requireJsonBody } from './middleware';
+import {
+  emptyJsonBodyIsEmptyObject,
+  errorHandler,
+  refuseBodyNotUtf8,
+  requestContext,
+  requireJsonBody,
+  watchBodyIsUtf8,
+} from './middleware';
 import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
@@ -30,6 +37,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(
     requireJsonBody((method, path) => uploads.some((l) => l.methods.includes(method) && l.match(path))),
   );
+  // Listens beside the body parser: must come right before it (both read the request stream).
+  app.use(watchBodyIsUtf8());
   app.use(
     bodyParser({
       enableTypes: ['json'],
@@ -69,6 +78,7 @@ export function createApp(deps: AppDeps): Koa {
       },
     }),
   );
+  app.use(refuseBodyNotUtf8());
   app.use(emptyJsonBodyIsEmptyObject());
   app.use(inputHygiene());
   app.use(jwtMiddleware(deps.config));

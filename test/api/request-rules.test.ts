@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import jwt from 'jsonwebtoken';
 import { guardOf } from '../../src/http/auth';
 import { routers } from '../../src/routes';
@@ -246,5 +247,77 @@ describe('a JSON body is read under every JSON media type the service accepts', 
     });
     expect(upsert.status).toBe(200);
     expect(upsert.body.firstName).toBe('Ren\u00e9');
+  });
+
+  it('answers a body that is not UTF-8 (Latin-1 bytes, a UTF-8-encoded surrogate) with 400, storing nothing', async () => {
+    const client = await m.client();
+    const admin = t.token(randomUUID(), ['admin']);
+    for (const bytes of [
+      Buffer.from('{"firstName":"Ren\u00e9"}', 'latin1'),
+      Buffer.concat([Buffer.from('{"firstName":"x'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+    ]) {
+      const res = await fetch(`${t.baseUrl}/api/v1/users/${client.id}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+        body: bytes,
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({
+        error: 'bad_request',
+        message: expect.stringContaining('UTF-8'),
+        code: 400,
+      });
+    }
+    const seen = await t.request('GET', `/api/v1/coach/client/${client.id}`, { token: admin });
+    expect(seen.body.firstName).not.toContain('\ufffd');
+    // A UTF-8 character split between two chunks of the body is whole again.
+    const split = await fetch(`${t.baseUrl}/api/v1/users/${client.id}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(c) {
+          const all = Buffer.from('{"firstName":"Ren\u00e9"}');
+          const cut = all.indexOf(0xc3) + 1;
+          c.enqueue(all.subarray(0, cut));
+          setTimeout(() => (c.enqueue(all.subarray(cut)), c.close()), 50);
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(split.status).toBe(200);
+    expect(((await split.json()) as { firstName: string }).firstName).toBe('Ren\u00e9');
+  });
+
+  it('still serves the next request on a kept-alive connection after a JSON body over the limit (413)', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const admin = t.token(randomUUID(), ['admin']);
+    const put = (body: string) =>
+      new Promise<{ status: number; socket: unknown }>((resolve, reject) => {
+        const req = http.request(
+          `${t.baseUrl}/api/v1/users/${randomUUID()}`,
+          {
+            method: 'PUT',
+            agent,
+            headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+            timeout: 5000,
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, socket: req.socket }));
+          },
+        );
+        req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      const big = await put(JSON.stringify({ firstName: 'x'.repeat(300_000) }));
+      expect(big.status).toBe(413);
+      const next = await put(JSON.stringify({ firstName: 'A' }));
+      expect(next.status).toBe(422); // a new profile needs more fields: answered, on the same connection
+      expect(next.socket).toBe(big.socket);
+    } finally {
+      agent.destroy();
+    }
   });
 });
