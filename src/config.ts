@@ -221,7 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
   return {
     port: port(env),
-    dataDir: path.resolve(env.DATA_DIR ?? './data'),
+    dataDir: path.resolve(env.DATA_DIR || './data'),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
     databaseConnectTimeoutMs: atLeastOne(env, 'DATABASE_CONNECT_TIMEOUT_MS', 10_000),
@@ -231,7 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           endpoint: env.S3_ENDPOINT,
           accessKey: env.S3_ACCESS_KEY ?? '',
           secretKey: env.S3_SECRET_KEY ?? '',
-          bucket: env.S3_BUCKET ?? 'coaching',
+          bucket: env.S3_BUCKET || 'coaching',
           timeoutMs: atLeastOne(env, 'S3_TIMEOUT_MS', 30_000),
         }
       : undefined,

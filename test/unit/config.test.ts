@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 
 describe('numeric settings', () => {
@@ -23,6 +24,14 @@ describe('numeric settings', () => {
   it('takes whole numbers', () => {
     const config = loadConfig({ PORT: '8080', CONSISTENCY_WAIT_MS: '0', MAX_UPLOAD_BYTES: '1048576' });
     expect(config).toMatchObject({ port: 8080, consistencyWaitMs: 0, maxUploadBytes: 1048576 });
+  });
+});
+
+describe('text settings left empty (a blanked line in .env)', () => {
+  it('mean their default: the data directory ./data and the bucket coaching', () => {
+    const config = loadConfig({ DATA_DIR: '', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_BUCKET: '' });
+    expect(config.dataDir).toBe(path.resolve('./data'));
+    expect(config.s3?.bucket).toBe('coaching');
   });
 });
 
