@@ -35,11 +35,19 @@ interface Run {
   out: string[];
   exit: Promise<number | null>;
 }
-function startRebuild(args: string[]): Run {
+/** The rebuild CLI as a process on the test database; `env` overrides its settings. */
+function startRebuild(args: string[], env: NodeJS.ProcessEnv = {}): Run {
   const out: string[] = [];
   const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), args, {
     execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
-    env: { ...process.env, DATABASE_URL: database.url!, EVENTSTORE_URL: '', DATA_DIR: tmp, SMTP_URL: '' },
+    env: {
+      ...process.env,
+      DATABASE_URL: database.url!,
+      EVENTSTORE_URL: '',
+      DATA_DIR: tmp,
+      SMTP_URL: '',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
@@ -155,35 +163,17 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
   }, 180_000);
 
   it('says in one line that the database cannot be reached: exit 2, no stack trace', async () => {
-    const env = { ...process.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', EVENTSTORE_URL: '' };
-    const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), ['--verify'], {
-      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
-      env: { ...env, DATA_DIR: tmp, SMTP_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    const out: string[] = [];
-    child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
-    child.stderr!.on('data', (d: Buffer) => out.push(d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(2);
-    expect(out.join('').trim()).toBe(
+    const run = startRebuild(['--verify'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+    expect(await run.exit).toBe(2);
+    expect(run.out.join('').trim()).toBe(
       'rebuild: the database cannot be reached (connect ECONNREFUSED 127.0.0.1:1); is it running, and is DATABASE_URL right?',
     );
   }, 60_000);
 
   it('says in one line which setting it refuses (a JWT_PUBLIC_KEY that is no key): exit 2, no stack trace', async () => {
-    const env = { ...process.env, EVENTSTORE_URL: '', JWT_PUBLIC_KEY: 'garbage' };
-    const child = fork(path.join(__dirname, '../../src/cli/rebuild.ts'), ['--verify'], {
-      execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
-      env: { ...env, DATA_DIR: tmp, SMTP_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    const out: string[] = [];
-    child.stdout!.on('data', (d: Buffer) => out.push(d.toString()));
-    child.stderr!.on('data', (d: Buffer) => out.push(d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(2);
-    expect(out.join('').trim()).toBe(
+    const run = startRebuild(['--verify'], { JWT_PUBLIC_KEY: 'garbage' });
+    expect(await run.exit).toBe(2);
+    expect(run.out.join('').trim()).toBe(
       'rebuild: JWT_PUBLIC_KEY is not a public key in PEM ("-----BEGIN PUBLIC KEY-----" ... "-----END PUBLIC KEY-----")',
     );
   }, 60_000);

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,21 +12,26 @@ import jwt from 'jsonwebtoken';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'token-cli-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-const runToken = (args: string[], env: NodeJS.ProcessEnv) => {
+/** The token CLI as a process in `tmp`, with no JWT settings but `env` (and tmp's .env, if any). */
+const spawnToken = (args: string[], env: NodeJS.ProcessEnv = {}) => {
   const clean = { ...process.env };
   for (const k of ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWT_ISSUER', 'JWT_AUDIENCE', 'NODE_ENV']) delete clean[k];
-  return JSON.parse(
-    execFileSync(
-      process.execPath,
-      [
-        '-r',
-        path.join(__dirname, '../support/register-ts.cjs'),
-        path.join(__dirname, '../../src/cli/token.ts'),
-        ...args,
-      ],
-      { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
-    ),
-  ) as { userId: string; roles: string[]; token: string };
+  return spawnSync(
+    process.execPath,
+    [
+      '-r',
+      path.join(__dirname, '../support/register-ts.cjs'),
+      path.join(__dirname, '../../src/cli/token.ts'),
+      ...args,
+    ],
+    { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
+  );
+};
+
+const runToken = (args: string[], env: NodeJS.ProcessEnv) => {
+  const run = spawnToken(args, env);
+  expect([run.status, run.stderr]).toEqual([0, expect.any(String)]);
+  return JSON.parse(run.stdout) as { userId: string; roles: string[]; token: string };
 };
 
 describe('npm run token', () => {
@@ -66,19 +71,7 @@ describe('npm run token', () => {
       { JWT_PUBLIC_KEY: publicKey },
       { JWT_PUBLIC_KEY: publicKey, JWT_SECRET: 'x'.repeat(40) },
     ]) {
-      const clean = { ...process.env };
-      for (const k of ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'NODE_ENV']) delete clean[k];
-      const run = spawnSync(
-        process.execPath,
-        [
-          '-r',
-          path.join(__dirname, '../support/register-ts.cjs'),
-          path.join(__dirname, '../../src/cli/token.ts'),
-          '-',
-          'admin',
-        ],
-        { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
-      );
+      const run = spawnToken(['-', 'admin'], env);
       expect([Object.keys(env), run.status, run.stdout]).toEqual([Object.keys(env), 2, '']);
       expect(run.stderr).toContain('JWT_PUBLIC_KEY is set');
     }
@@ -86,23 +79,11 @@ describe('npm run token', () => {
 
   it('says in one line which setting it cannot use (a JWT_PUBLIC_KEY that is no key), exit 2, no stack trace', () => {
     fs.rmSync(path.join(tmp, '.env'), { force: true });
-    const clean = { ...process.env };
-    for (const k of ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'NODE_ENV']) delete clean[k];
     for (const [env, said] of [
       [{ JWT_PUBLIC_KEY: 'garbage' }, 'token: JWT_PUBLIC_KEY is not a public key in PEM'],
       [{ PORT: 'http' }, 'token: PORT must be a whole number, got http'],
     ] as const) {
-      const run = spawnSync(
-        process.execPath,
-        [
-          '-r',
-          path.join(__dirname, '../support/register-ts.cjs'),
-          path.join(__dirname, '../../src/cli/token.ts'),
-          '-',
-          'admin',
-        ],
-        { cwd: tmp, env: { ...clean, ...env }, encoding: 'utf8' },
-      );
+      const run = spawnToken(['-', 'admin'], env);
       expect([run.status, run.stdout]).toEqual([2, '']);
       expect(run.stderr.trim().split('\n')).toEqual([expect.stringContaining(said)]);
     }
@@ -111,16 +92,7 @@ describe('npm run token', () => {
   it('refuses a user id that is not a UUID (the service answers 401 to such a token), exit 2', () => {
     fs.rmSync(path.join(tmp, '.env'), { force: true });
     for (const args of [['admin'], ['alice', 'admin']]) {
-      const run = spawnSync(
-        process.execPath,
-        [
-          '-r',
-          path.join(__dirname, '../support/register-ts.cjs'),
-          path.join(__dirname, '../../src/cli/token.ts'),
-          ...args,
-        ],
-        { cwd: tmp, encoding: 'utf8' },
-      );
+      const run = spawnToken(args);
       expect([args, run.status, run.stdout]).toEqual([args, 2, '']);
       expect(run.stderr).toContain(`not a user id: ${args[0]}`);
     }
