@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { generateKeyPairSync } from 'node:crypto';
 import dns from 'node:dns/promises';
 import { ConfigError, DEV_WEBHOOK_KEY, loadConfig } from '../../src/config';
 import { channelSecret, signatureHeader, verifySignature } from '../../src/webhooks/signing';
@@ -82,6 +83,11 @@ describe('webhook signatures', () => {
 describe('webhook configuration', () => {
   const prod = (env: NodeJS.ProcessEnv) => loadConfig({ NODE_ENV: 'production', ...env }).webhooks;
   const jwtSecret = 'j'.repeat(40);
+  const { publicKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
 
   it('outside production: a development key unless one is given', () => {
     expect(loadConfig({}).webhooks).toEqual({
@@ -108,11 +114,10 @@ describe('webhook configuration', () => {
     const derived = prod({ JWT_SECRET: jwtSecret }).signingKey;
     expect(derived).toMatch(/^[0-9a-f]{64}$/);
     expect(derived).not.toBe(jwtSecret);
-    expect(prod({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----' }).signingKey).toBeNull();
+    expect(prod({ JWT_PUBLIC_KEY: publicKey }).signingKey).toBeNull();
   });
 
   it('in production with JWT_PUBLIC_KEY, refuses to derive webhook secrets from a weak JWT_SECRET left set', () => {
-    const publicKey = '-----BEGIN PUBLIC KEY-----';
     for (const weak of ['secret', 'dev-only-secret-change-me', 'x'.repeat(31)])
       expect(() => prod({ JWT_PUBLIC_KEY: publicKey, JWT_SECRET: weak })).toThrow(/WEBHOOK_SIGNING_KEY/);
     expect(
