@@ -44,18 +44,25 @@ export function currencyDecimals(currency: string): number {
 }
 
 /**
+ * `price` in the currency's minor units (19.99 EUR is 1999), or null when it is finer than they are. The
+ * tolerance absorbs binary fractions: 19.99 * 100 is 1998.9999999999998.
+ */
+function minorUnits(price: number, currency: string): number | null {
+  const scaled = price * 10 ** currencyDecimals(currency);
+  const rounded = Math.round(scaled);
+  return Math.abs(scaled - rounded) < 1e-6 ? rounded : null;
+}
+
+/**
  * A price is an amount a client can pay: no finer than its currency's minor unit (19.999 EUR, or 0.5 JPY,
  * cannot be charged, and 0.0000001 EUR would be a booking that is not free and can never be paid).
  */
 function priceRule(f: Pick<ServiceFields, 'price' | 'priceCurrency'>): DomainError | null {
-  const decimals = currencyDecimals(f.priceCurrency);
-  const scaled = f.price * 10 ** decimals;
-  // The tolerance absorbs binary fractions: 19.99 * 100 is 1998.9999999999998.
-  return Math.abs(scaled - Math.round(scaled)) < 1e-6
+  return minorUnits(f.price, f.priceCurrency) !== null
     ? null
     : {
         code: 'validation',
-        message: `price ${f.price} has more decimals than ${f.priceCurrency} has (${decimals})`,
+        message: `price ${f.price} has more decimals than ${f.priceCurrency} has (${currencyDecimals(f.priceCurrency)})`,
         locs: [['body', 'price']],
       };
 }
@@ -70,12 +77,9 @@ function inMinorUnits<F extends { price?: number | undefined; priceCurrency?: st
   currency: string,
 ): F {
   if (fields.price === undefined) return fields;
-  const unit = 10 ** currencyDecimals(currency);
-  const scaled = fields.price * unit;
-  const rounded = Math.round(scaled);
-  return Math.abs(scaled - rounded) < 1e-6 && rounded / unit !== fields.price
-    ? { ...fields, price: rounded / unit }
-    : fields;
+  const units = minorUnits(fields.price, currency);
+  const price = units === null ? fields.price : units / 10 ** currencyDecimals(currency);
+  return price === fields.price ? fields : { ...fields, price };
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
