@@ -1,6 +1,7 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { CalendarDate, refine, strict } from '../../src/http/validation';
+import { zoneName } from '../../src/zoneName';
 import { WEEKDAYS } from './events';
 
 const HHMM = refine(
@@ -25,14 +26,10 @@ const Intervals = refine(
   'intervals of one day should not overlap',
 );
 const ZONE_MESSAGE = 'Input should be an IANA time zone such as Europe/Berlin';
-/** The zone's canonical name ("europe/berlin" is Europe/Berlin), or null when it is no IANA zone. */
+/** The zone's current IANA name ("europe/berlin" is Europe/Berlin), or null when it is no IANA zone. */
 const canonicalIana = (z: string): string | null => {
-  try {
-    const name = new Intl.DateTimeFormat('en', { timeZone: z }).resolvedOptions().timeZone;
-    return name.includes('/') || name === 'UTC' ? name : null;
-  } catch {
-    return null;
-  }
+  const name = zoneName(z);
+  return name !== null && (name.includes('/') || name === 'UTC') ? name : null;
 };
 const ValidZone = refine(t.string, (z) => canonicalIana(z) !== null, 'timezone', ZONE_MESSAGE);
 /**

@@ -2,31 +2,23 @@ import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { Uuid, boundedString, intIn, isCalendarDate, refine, strict } from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
+import { zoneName } from '../../src/zoneName';
 
 const text = (max: number) => boundedString(max);
 
 /** An IANA zone name the runtime knows (Intl throws a RangeError for the others). */
-export const isIanaZone = (zone: string): boolean => {
-  try {
-    new Intl.DateTimeFormat(undefined, { timeZone: zone });
-    return /^[A-Za-z][\w+/-]*$/.test(zone);
-  } catch {
-    return false;
-  }
-};
+export const isIanaZone = (zone: string): boolean =>
+  /^[A-Za-z][\w+/-]*$/.test(zone) && zoneName(zone) !== null;
 const ZONE_MESSAGE = 'Input should be a valid IANA time zone name';
 const ValidZone = refine(t.string, isIanaZone, 'timezone', ZONE_MESSAGE);
-/** The zone's canonical name: Intl takes names in any case ("europe/berlin") and answers this one. */
-export const canonicalZone = (zone: string): string =>
-  new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
-/** A valid zone, decoded to its canonical name (so the profile stores "Europe/Berlin", not as sent). */
+/** A valid zone, decoded to its current IANA name (so the profile stores "Europe/Berlin", not as sent). */
 export const IanaTimezone = Object.assign(
   new t.Type<string, string, unknown>(
     'timezone',
     ValidZone.is,
     (u, c) => {
       const r = ValidZone.validate(u, c);
-      return isLeft(r) ? r : t.success(canonicalZone(r.right));
+      return isLeft(r) ? r : t.success(zoneName(r.right)!);
     },
     t.identity,
   ),

@@ -239,6 +239,18 @@ describe('availability and booking (6, 8, 11)', () => {
     });
     expect(utc.status).toBe(200);
     expect(utc.body.timezone).toBe('UTC');
+    // IANA's current names, not the older ones ICU keeps (Europe/Kiev, Asia/Calcutta).
+    for (const [sent, stored] of [
+      ['Europe/Kyiv', 'Europe/Kyiv'],
+      ['asia/calcutta', 'Asia/Kolkata'],
+    ]) {
+      const put = await t.request('PUT', '/api/v1/coach/schedule', {
+        token: coach.token,
+        body: { timezone: sent, weekly: { wednesday: [{ start: '09:00', end: '10:00' }] } },
+      });
+      expect(put.body.timezone).toBe(stored);
+      expect((await slotsOf(serviceId)).timezone).toBe(stored);
+    }
     for (const timezone of ['Europe/Nowhere', 'Berlin', '+01:00'])
       expect(
         (

@@ -28,7 +28,10 @@ it("stores a profile's time zone by its canonical name, whatever case it was sen
   expect(res.status).toBe(200);
   expect(res.body.timezone).toBe('Europe/Berlin');
   const upper = await putUser(id, { timezone: 'AMERICA/ARGENTINA/BUENOS_AIRES' });
-  expect(upper.body.timezone).toBe('America/Buenos_Aires');
+  expect(upper.body.timezone).toBe('America/Argentina/Buenos_Aires');
+  // IANA's current names, not the older ones ICU keeps (Europe/Kiev, Asia/Calcutta).
+  expect((await putUser(id, { timezone: 'Europe/Kyiv' })).body.timezone).toBe('Europe/Kyiv');
+  expect((await putUser(id, { timezone: 'Asia/Calcutta' })).body.timezone).toBe('Asia/Kolkata');
   const utc = await putUser(id, { timezone: 'utc' });
   expect(utc.body.timezone).toBe('UTC');
   expect((await putUser(id, { timezone: 'Europe/Nowhere' })).status).toBe(422);
