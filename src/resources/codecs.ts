@@ -13,6 +13,7 @@ import type { WebhookDeliveryOut } from '../../queries/webhooks';
 import type { PackageOut } from '../../queries/packages';
 import type { EmailDeliveryOut } from '../readModels/emailDeliveries';
 import { describeSchema } from '../http/openapi/jsonSchema';
+import { PAYMENT_STATUSES } from '../../commands/payments/events';
 
 /**
  * io-ts codecs of the API's answers: what /openapi.json documents (src/http/openapi) and what the API tests
@@ -47,6 +48,35 @@ const uuid = describeSchema(
     t.identity,
   ),
   { type: 'string', format: 'uuid' },
+);
+
+/** A string the document describes more sharply than `type: string` (values, length), checked alike. */
+const documentedString = (name: string, schema: Record<string, unknown>, ok: (s: string) => boolean) =>
+  describeSchema(
+    new t.Type<string, string, unknown>(
+      name,
+      (u): u is string => typeof u === 'string' && ok(u),
+      (u, c) => (typeof u === 'string' && ok(u) ? t.success(u) : t.failure(u, c)),
+      t.identity,
+    ),
+    { type: 'string', ...schema },
+  );
+/** Payment.status: the nine values of the interface document (section 3; all within its max length 40). */
+const paymentStatus = documentedString('PaymentStatusOut', { enum: [...PAYMENT_STATUSES] }, (s) =>
+  (PAYMENT_STATUSES as readonly string[]).includes(s),
+);
+/** Payment.currency: at most 10 characters (the interface document's section 8). */
+const paymentCurrency = documentedString('PaymentCurrency', { maxLength: 10 }, (s) => s.length <= 10);
+/** UserProfileOut.profileCompletion: a whole percent, 0 to 100 (docs/api.md, endpoint 14). */
+const percent = describeSchema(
+  new t.Type<number, number, unknown>(
+    'Percent',
+    (u): u is number => typeof u === 'number' && Number.isInteger(u) && u >= 0 && u <= 100,
+    (u, c) =>
+      typeof u === 'number' && Number.isInteger(u) && u >= 0 && u <= 100 ? t.success(u) : t.failure(u, c),
+    t.identity,
+  ),
+  { type: 'integer', minimum: 0, maximum: 100 },
 );
 
 export const ServiceOutCodec = closed('ServiceOut', {
@@ -129,9 +159,9 @@ export const AdminNotificationCodec = closed('AdminNotification', {
 export const PaymentOutCodec = closedWith(
   'Payment',
   {
-    status: s,
+    status: paymentStatus,
     price: n,
-    currency: s,
+    currency: paymentCurrency,
     methodId: int,
     coachId: uuid,
     clientId: uuid,
@@ -275,7 +305,7 @@ export const UserProfileOutCodec = closed('UserProfileOut', {
   sessionCount: int,
   totalPayment: int,
   totalPaymentCurrency: s,
-  profileCompletion: n,
+  profileCompletion: percent,
 });
 
 /** PUT /api/v1/users/{user_id} (14 of the private side): the stored profile with its id. */

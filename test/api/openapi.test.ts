@@ -214,6 +214,40 @@ describe('GET /openapi.json', () => {
         });
   });
 
+  it('describes what docs/api.md promises of payments, profile media and files (values, limits, headers)', () => {
+    const schemas = document.components.schemas;
+    // Payment.status takes the nine values of the interface document (section 3, max length 40); its
+    // currency is at most 10 characters (section 8).
+    expect(schemas.Payment.properties.status).toEqual({
+      type: 'string',
+      enum: [
+        'awaiting',
+        'checkout',
+        'review',
+        'received',
+        'canceled',
+        'failed',
+        'refund',
+        'delivered',
+        'deleted',
+      ],
+    });
+    expect(schemas.Payment.properties.currency).toEqual({ type: 'string', maxLength: 10 });
+    expect(schemas.PaymentDetail.properties.status).toEqual(schemas.Payment.properties.status);
+    // profileCompletion is "an integer from 0 to 100".
+    expect(schemas.UserProfileOut.properties.profileCompletion).toEqual({
+      type: 'integer',
+      minimum: 0,
+      maximum: 100,
+    });
+    // 14 names the new picture or certificate in the X-Media-Id header.
+    const media = document.paths['/api/v1/storage/profile/media'].post.responses['200'];
+    expect(media.headers['X-Media-Id'].schema).toEqual({ type: 'string', format: 'uuid' });
+    // A range past the end is 416 with `Content-Range: bytes */<size>`.
+    const file = document.paths['/api/v1/storage/files/{key}'].get.responses['416'];
+    expect(file.headers['Content-Range'].description).toContain('bytes */<size>');
+  });
+
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
     for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
       for (const [method, op] of Object.entries(ops)) {

@@ -278,7 +278,9 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
     };
   else ok['application/json'] = { schema: schema(doc.answer) };
   if (doc.alsoHtml) ok['text/html'] = { schema: { type: 'string', description: 'the admin web page' } };
-  const responses: Record<string, unknown> = { '200': { description: 'OK', content: ok } };
+  const responses: Record<string, unknown> = {
+    '200': { description: 'OK', ...(doc.okHeaders ? { headers: doc.okHeaders } : {}), content: ok },
+  };
   if (doc.ranges)
     responses['206'] = {
       description:
@@ -298,6 +300,16 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
       status === 422 ? { anyOf: [{ $ref: '#/components/schemas/HTTPValidationError' }, error] } : error;
     responses[String(status)] = {
       description: ERROR_TEXT[status] ?? 'Error',
+      ...(status === 416 && doc.ranges
+        ? {
+            headers: {
+              'Content-Range': {
+                schema: { type: 'string' },
+                description: '`bytes */<size>`: the size of the file',
+              },
+            },
+          }
+        : {}),
       content: { 'application/json': { schema: body } },
     };
   }

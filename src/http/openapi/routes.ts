@@ -52,6 +52,8 @@ export interface RouteDoc {
   extraStatuses?: number[];
   /** A `binary` answer served by byte ranges too: 206 with `Content-Range`, 416 past the end. */
   ranges?: boolean;
+  /** Headers of the 200 answer beyond the usual ones (14's `X-Media-Id`). */
+  okHeaders?: Record<string, { schema: Record<string, unknown>; description: string }>;
   description?: string;
 }
 
@@ -173,6 +175,13 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       ],
     },
     answer: A.UserProfileOutCodec,
+    okHeaders: {
+      'X-Media-Id': {
+        schema: { type: 'string', format: 'uuid' },
+        description:
+          'The id of the picture or certificate added (`kind` image or certificate; not on a replay)',
+      },
+    },
   },
   'GET /api/v1/storage/profile/media': {
     tag: 'Users',
