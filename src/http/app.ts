@@ -1,16 +1,9 @@
 import Koa from 'koa';
 import Router from '@koa/router';
-import { bodyParser } from '@koa/bodyparser';
 import type { AppDeps } from '../deps';
 import { jwtMiddleware, presentTokenMustBeValid, principal } from './auth';
-import {
-  emptyJsonBodyIsEmptyObject,
-  errorHandler,
-  refuseBodyNotUtf8,
-  requestContext,
-  requireJsonBody,
-  watchBodyIsUtf8,
-} from './middleware';
+import { emptyJsonBodyIsEmptyObject, errorHandler, requestContext, requireJsonBody } from './middleware';
+import { jsonBody } from './jsonBody';
 import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
@@ -19,8 +12,6 @@ import { metricsRoutes, recognizeMetricsToken } from './metricsRoute';
 import { openApiRoutes } from './openapi/serve';
 import { adminAssetRoutes } from './adminPage';
 import { version } from '../../package.json';
-
-const JSON_LIMIT = '256kb';
 
 const MOUNTED = new WeakMap<Koa, Router[]>();
 /** Every router an app serves (what /openapi.json describes; tests enumerate routes with it). */
@@ -37,48 +28,9 @@ export function createApp(deps: AppDeps): Koa {
   app.use(
     requireJsonBody((method, path) => uploads.some((l) => l.methods.includes(method) && l.match(path))),
   );
-  // Listens beside the body parser: must come right before it (both read the request stream).
-  app.use(watchBodyIsUtf8());
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      // Every JSON type requireJsonBody lets through: the parser's own list knows only a few `+json` types,
-      // and handed any other (application/merge-patch+json, application/vnd.x+json) to the routes as `{}`,
-      // so its fields were silently dropped (a profile upsert answered 200 and changed nothing).
-      detectJSON: (ctx) => Boolean(ctx.is('+json')),
-      jsonStrict: false, // a JSON null or number is then a 422 from the codecs, not a misleading 400
-      jsonLimit: JSON_LIMIT,
-      encoding: 'utf-8',
-      onError: (err, ctx) => {
-        const e = err as { status?: number; type?: string; body?: unknown };
-        // A body of only white space (a newline, a CRLF some clients send) is no JSON value: it reads as an
-        // empty body, `{}` (emptyJsonBodyIsEmptyObject), not as a 400 "not valid JSON".
-        if (e.status === 400 && typeof e.body === 'string' && e.body.trim() === '') {
-          (ctx.request as { body?: unknown }).body = {};
-          return;
-        }
-        if (e.status === 413 || e.type === 'entity.too.large')
-          throw new HttpError(413, 'payload_too_large', `the JSON body is larger than ${JSON_LIMIT}`);
-        // A Content-Encoding the parser cannot undo (it takes identity, gzip, deflate and br).
-        if (e.status === 415)
-          throw new HttpError(
-            415,
-            'unsupported_media_type',
-            'the body is sent in a Content-Encoding the service does not read (use identity, gzip, deflate or br)',
-          );
-        // The parser refuses a `__proto__` key anywhere: valid JSON, but no field
-        // of ours, and the way to poison an object's prototype. Said so rather than "not valid JSON".
-        if (err instanceof SyntaxError && /forbidden prototype property/.test(err.message))
-          throw new HttpError(
-            400,
-            'bad_request',
-            'the body holds a "__proto__" key, which the service does not take',
-          );
-        throw new HttpError(400, 'bad_request', 'the body is not valid JSON');
-      },
-    }),
-  );
-  app.use(refuseBodyNotUtf8());
+  // Every JSON type requireJsonBody lets through is read (a parser knowing only a few `+json` types handed any
+  // other, application/merge-patch+json, to the routes as `{}`, its fields silently dropped), as UTF-8 only.
+  app.use(jsonBody());
   app.use(emptyJsonBodyIsEmptyObject());
   app.use(inputHygiene());
   app.use(jwtMiddleware(deps.config));

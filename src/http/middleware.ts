@@ -89,55 +89,6 @@ export function requireJsonBody(isUpload: (method: string, path: string) => bool
 }
 
 /**
- * A JSON body must be UTF-8. The body parser decodes every byte sequence that is not UTF-8 to U+FFFD, so a
- * Latin-1 body sent without a charset ("René" as the byte E9) was stored as "Ren\ufffd" and answered 200.
- * Watches the bytes as they arrive (beside the parser, which reads the same stream) and refuses such a body
- * with 400 once it is read (`refuseBodyNotUtf8`, after the parser). A compressed body is decoded inside the
- * parser, out of reach here: it is read as before.
- */
-export function watchBodyIsUtf8(): Middleware {
-  return async (ctx, next) => {
-    const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
-    if (BODY_METHODS.has(ctx.method) && encoding === 'identity' && ctx.is('application/json', '+json')) {
-      const decoder = new TextDecoder('utf-8', { fatal: true });
-      const state = ctx.state as { bodyNotUtf8?: boolean };
-      const check = (chunk?: Buffer) => {
-        if (state.bodyNotUtf8) return;
-        try {
-          if (chunk) decoder.decode(chunk, { stream: true });
-          else decoder.decode();
-        } catch {
-          state.bodyNotUtf8 = true;
-        }
-      };
-      const onData = (chunk: Buffer) => check(chunk);
-      const onEnd = () => check();
-      ctx.req.on('data', onData);
-      ctx.req.on('end', onEnd);
-      try {
-        await next();
-      } finally {
-        ctx.req.off('data', onData);
-        ctx.req.off('end', onEnd);
-        // Listening started the stream: a body the parser left unread (over its limit) is discarded, as
-        // Node does for a body nobody read; a paused one would hold the kept-alive connection for ever.
-        if (!ctx.req.complete) ctx.req.resume();
-      }
-      return;
-    }
-    await next();
-  };
-}
-
-export function refuseBodyNotUtf8(): Middleware {
-  return async (ctx, next) => {
-    if ((ctx.state as { bodyNotUtf8?: boolean }).bodyNotUtf8)
-      throw new HttpError(400, 'bad_request', 'the body is not valid UTF-8 (send JSON in UTF-8)');
-    await next();
-  };
-}
-
-/**
  * `Content-Type: application/json` with no body reads as `{}`. The interface document sends that header on
  * every call, also where the body is optional (e-mails 18 to 23, session decline and cancel, ...); the
  * parser hands such an empty body over as `''`, which every codec refused as "Input should be an object".
