@@ -7,6 +7,7 @@ import { requireRole } from '../src/http/auth';
 import { ValidationError, notFound } from '../src/http/errors';
 import { IntFromString, IsoInstant, decode, refine } from '../src/http/validation';
 import { redacted, redactEventData } from './auditRedaction';
+import { AuditEventOut } from '../src/resources/codecs';
 import { STREAM_KINDS, foldStream, streamKind, toJsonSafe } from './auditStreams';
 
 /** A log position as text: `123` on the SQL stores, `commit/prepare` on EventStoreDB when they differ. */
@@ -90,16 +91,6 @@ const EventPath = t.type({
   ),
 });
 
-const AuditEventOut = t.type({
-  eventId: t.string,
-  position: t.string,
-  stream: t.string,
-  revision: t.number,
-  type: t.string,
-  data: t.unknown,
-  metadata: t.UnknownRecord,
-  recordedAt: t.string,
-});
 export const StreamAuditCodec = t.type({
   stream: t.string,
   kind: t.string,

@@ -411,25 +411,54 @@ export const CoachAvailabilityCodec = closed('CoachAvailability', {
   ),
 });
 
-/** An event as the payment and session audits show it: the stream audit's fields, and `createdAt` as before. */
-const AuditEvent = t.type({
+/** `metadata.actor` of an event: who made it (`{userId, role}`). */
+const EventActor = t.type({ userId: s, role: s });
+/** An event's metadata as every audit shows it: these three always (null when absent), and the rest. */
+const AuditMetadata = t.type({
+  actor: nullable(EventActor),
+  correlationId: nullable(s),
+  causationId: nullable(s),
+});
+/** An event as every audit shows it (the stream audit, the export's lines, the correlation chain). */
+export const AuditEventOut = t.type({
   eventId: s,
   position: s,
   stream: s,
-  revision: n,
+  revision: int,
   type: s,
   data: t.unknown,
-  metadata: t.UnknownRecord,
+  metadata: AuditMetadata,
   recordedAt: s,
-  createdAt: s,
 });
+/** An event as the payment and session audits show it: the stream audit's fields, and `createdAt` as before. */
+const AuditEvent = t.intersection([AuditEventOut, t.type({ createdAt: s })]);
+
+/** A secret an audit shows as set, never with its value. */
+const REDACTED = t.literal('[redacted]');
+/** The payment replay's `stateAt`: the payment folded up to `at`, its revision and its last change. */
+const PaymentAuditState = closedWith(
+  'PaymentAuditState',
+  {
+    id: s,
+    groupId: s,
+    ...PaymentOutCodec.type.types[0].props,
+    revision: int,
+    lastChange: closed('PaymentLastChange', {
+      type: s,
+      at: s,
+      reason: nullable(s),
+      actor: nullable(EventActor),
+    }),
+  },
+  { clientSecret: REDACTED, checkout: REDACTED },
+);
 
 /** Audit of a payment: its events and its state at `at`. */
 export const PaymentAuditCodec = closed('PaymentAudit', {
   paymentId: s,
   at: nullable(s),
   events: t.array(AuditEvent),
-  stateAt: nullable(t.UnknownRecord),
+  stateAt: nullable(PaymentAuditState),
 });
 
 /** Audit of a session: the events of its booking that concern it, and its state at `at`. */

@@ -248,6 +248,39 @@ describe('GET /openapi.json', () => {
     expect(file.headers['Content-Range'].description).toContain('bytes */<size>');
   });
 
+  it("describes the audits' events and the payment replay's stateAt with the fields docs/api.md lists", () => {
+    const ok = (path: string) => document.paths[path].get.responses['200'].content['application/json'].schema;
+    const deref = (s: any): any => (s.$ref ? document.components.schemas[s.$ref.split('/').pop()] : s);
+    const replay = deref(ok('/api/v1/audit/payments/{payment_id}/events'));
+    const stateAt = deref(replay.properties.stateAt.anyOf.find((m: any) => m.type !== 'null'));
+    expect(stateAt.required).toEqual(
+      expect.arrayContaining([
+        'id',
+        'groupId',
+        'status',
+        'price',
+        'currency',
+        'methodId',
+        'coachId',
+        'clientId',
+        'serviceId',
+        'revision',
+        'lastChange',
+      ]),
+    );
+    // The secrets are shown as set, never with their value.
+    expect(stateAt.properties.clientSecret).toEqual({ const: '[redacted]' });
+    expect(stateAt.properties.checkout).toEqual({ const: '[redacted]' });
+    expect(stateAt.properties.revision).toEqual({ type: 'integer' });
+    expect(deref(stateAt.properties.lastChange).required).toEqual(['type', 'at', 'reason', 'actor']);
+    // Every audit shows an event with its actor, correlation and cause (null when absent).
+    const chain = ok('/api/v1/audit/events/{event_id}/chain');
+    for (const event of [deref(replay.properties.events.items), deref(chain.properties.event)]) {
+      expect(event.properties.revision).toEqual({ type: 'integer' });
+      expect(event.properties.metadata.required).toEqual(['actor', 'correlationId', 'causationId']);
+    }
+  });
+
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
     for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
       for (const [method, op] of Object.entries(ops)) {
