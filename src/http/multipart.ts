@@ -110,6 +110,15 @@ export async function readMultipart(
   const cleanup = async () => {
     await Promise.all(Object.values(files).map((f) => fsp.rm(f.path, { force: true })));
   };
+  // Text that was not UTF-8 (or not in the charset its part names) reaches us decoded with U+FFFD in place
+  // of each byte that could not be read: "René" sent in Latin-1 was stored as "Ren\ufffd" and answered 200.
+  // The replacement character is the only trace busboy leaves, so it is refused wherever it stands (400, as
+  // for a JSON body that is not UTF-8); a part naming a charset nothing can decode came back as no value.
+  const unreadable = notUtf8(files, ctx.request.body);
+  if (unreadable) {
+    await cleanup();
+    throw unreadable;
+  }
   const missing = opts.files.filter((f) => f.required && !files[f.name]);
   if (missing.length) {
     await cleanup();
@@ -151,6 +160,30 @@ export async function readMultipart(
     throw new ValidationError(notText);
   }
   return { fields, files, cleanup };
+}
+
+const REPLACEMENT = '\ufffd';
+
+/** The 400 (or 415, for a charset that cannot be decoded) for a form whose text is not UTF-8, or null. */
+function notUtf8(files: Record<string, UploadedFile>, body: unknown): HttpError | null {
+  const refuse = (what: string) =>
+    new HttpError(
+      400,
+      'bad_request',
+      `${what} is not valid UTF-8 (or holds U+FFFD, the character bytes that cannot be read become): send the form's text and file names in UTF-8`,
+    );
+  for (const [name, f] of Object.entries(files))
+    if (f.originalname.includes(REPLACEMENT)) return refuse(`the name of the file in ${name}`);
+  for (const [k, v] of Object.entries((body ?? {}) as Record<string, unknown>)) {
+    if (v === undefined)
+      return new HttpError(
+        415,
+        'unsupported_media_type',
+        `${k} names a charset the service cannot read (send the form's text in UTF-8)`,
+      );
+    if (typeof v === 'string' && v.includes(REPLACEMENT)) return refuse(k);
+  }
+  return null;
 }
 
 function multerErrorToHttp(err: unknown, maxBytes: number): Error {

@@ -221,6 +221,95 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
   });
 
+  it('answers 400 for a text field or file name whose bytes are not UTF-8 (1, 14 and the replace), and keeps nothing', async () => {
+    const c = coach();
+    const id = await uploadOk(c.token, 'kept');
+    const before = await list(c.token);
+    const blobs = () =>
+      adapter === 'filesystem' ? fs.readdirSync(path.join(dataDir.dir, 'blobs', 'data')).length : 0;
+    const blobsBefore = blobs();
+    /** A hand-written multipart body from parts given as raw bytes (`latin1` strings keep each byte). */
+    const sendRaw = async (method: string, url: string, parts: string[]) => {
+      const body = Buffer.from(
+        parts.map((p) => `--b0undary\r\n${p}\r\n`).join('') + '--b0undary--\r\n',
+        'latin1',
+      );
+      const res = await fetch(t.baseUrl + url, {
+        method,
+        body,
+        headers: {
+          authorization: `Bearer ${c.token}`,
+          'content-type': 'multipart/form-data; boundary=b0undary',
+        },
+      });
+      return { status: res.status, body: (await res.json()) as unknown };
+    };
+    const file = (disposition = 'filename="clip.mp4"', type = 'video/mp4') =>
+      `Content-Disposition: form-data; name="file"; ${disposition}\r\nContent-Type: ${type}\r\n\r\nabc`;
+    const field = (name: string, value: string, type?: string) =>
+      `Content-Disposition: form-data; name="${name}"\r\n${type ? `Content-Type: ${type}\r\n` : ''}\r\n${value}`;
+    const notUtf8 = (where: string) => ({
+      status: 400,
+      body: {
+        error: 'bad_request',
+        message: expect.stringMatching(new RegExp(`${where}.*UTF-8`)),
+        code: 400,
+      },
+    });
+    // "René" in Latin-1 (the byte E9), sent where UTF-8 is read: it was stored as "Ren\ufffd".
+    const cases: [string, string, string[], string][] = [
+      ['POST', '/api/v1/storage/video', [file('filename="Ren\xe9.mp4"')], 'file'],
+      ['POST', '/api/v1/storage/video', [file("filename*=UTF-8''Ren%E9.mp4")], 'file'],
+      ['POST', '/api/v1/storage/video', [file(), field('title', 'Ren\xe9')], 'title'],
+      [
+        'POST',
+        '/api/v1/storage/video',
+        [file(), field('description', 'caf\xe9', 'text/plain; charset=utf-8')],
+        'description',
+      ],
+      ['PUT', `/api/v1/storage/video/${id}`, [file(), field('title', 'Ren\xe9')], 'title'],
+      ['PUT', `/api/v1/storage/video/${id}`, [file('filename="Ren\xe9.mp4"')], 'file'],
+      [
+        'POST',
+        '/api/v1/storage/profile/media',
+        [field('kind', 'image'), field('title', 'Ren\xe9'), file('filename="a.png"', 'image/png')],
+        'title',
+      ],
+      [
+        'POST',
+        '/api/v1/storage/profile/media',
+        [field('kind', 'image'), file('filename="Ren\xe9.png"', 'image/png')],
+        'file',
+      ],
+    ];
+    for (const [method, url, parts, where] of cases)
+      expect([method, url, where, await sendRaw(method, url, parts)]).toEqual([
+        method,
+        url,
+        where,
+        notUtf8(where),
+      ]);
+    expect(await list(c.token)).toEqual(before);
+    expect(blobs()).toBe(blobsBefore);
+    expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
+    // UTF-8 sent as raw bytes, and a part that names its charset (Latin-1 here), are read as such.
+    const ok = await sendRaw('POST', '/api/v1/storage/video', [
+      file('filename="Ren\xc3\xa9.mp4"'),
+      field('title', 'Ren\xe9', 'text/plain; charset=iso-8859-1'),
+    ]);
+    expect(ok).toMatchObject({ status: 200, body: { title: 'Ren\u00e9', originFilename: 'Ren\u00e9.mp4' } });
+    // A charset the service cannot decode at all is refused, naming the field.
+    expect(
+      await sendRaw('POST', '/api/v1/storage/video', [
+        file(),
+        field('title', 'x', 'text/plain; charset=x-unknown'),
+      ]),
+    ).toEqual({
+      status: 415,
+      body: { error: 'unsupported_media_type', message: expect.stringContaining('title'), code: 415 },
+    });
+  });
+
   it('refuses a file whose name is only a path (`..`, `clips/`) with 422 rather than ignoring it; keeps the name of one with a path', async () => {
     const c = coach();
     const id = await uploadOk(c.token, 'kept');
