@@ -5,6 +5,9 @@ import type { AppDeps } from '../src/deps';
 import { requireRole } from '../src/http/auth';
 import { Uuid, decode, paging } from '../src/http/validation';
 
+/** The states of a webhook delivery (the `webhook_deliveries.status` column). */
+export type WebhookDeliveryStatus = 'pending' | 'sending' | 'delivered' | 'failed';
+
 /** One webhook delivery of a notification to a channel, with every attempt (the admin's delivery log). */
 export interface WebhookDeliveryOut {
   id: string;
@@ -13,7 +16,7 @@ export interface WebhookDeliveryOut {
   userId: string;
   url: string;
   /** `pending` (waiting for its next attempt), `sending`, `delivered` or `failed` (given up). */
-  status: string;
+  status: WebhookDeliveryStatus;
   attempts: number;
   lastStatusCode: number | null;
   lastError: string | null;
@@ -29,7 +32,7 @@ interface Row {
   channel_id: string;
   user_id: string;
   url: string;
-  status: string;
+  status: WebhookDeliveryStatus;
   attempts: number;
   last_status_code: number | null;
   last_error: string | null;

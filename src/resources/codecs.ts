@@ -483,16 +483,16 @@ export const DeliveredNotificationCodec = closed('DeliveredNotification', {
   deliveredAt: nullable(s),
 });
 
-export const ChannelCodec = closedWith(
-  'NotificationChannel',
-  {
-    id: s,
-    type: t.keyof({ email: null, push: null, webhook: null }),
-    address: s,
-    createdAt: s,
-  },
-  { secret: s },
-);
+const channelFields = {
+  id: s,
+  type: t.keyof({ email: null, push: null, webhook: null }),
+  address: s,
+  createdAt: s,
+};
+/** 27's answer: a new webhook's also carries its `secret`, once. */
+export const ChannelCodec = closedWith('NotificationChannel', channelFields, { secret: s });
+/** A channel as the caller's list shows it: a webhook's secret is never shown again. */
+export const ChannelListedCodec = closed('NotificationChannelListed', channelFields);
 
 export const MailCheckCodec = closedWith(
   'MailProviderCheck',
@@ -521,7 +521,7 @@ export const WebhookDeliveryCodec = closed('WebhookDelivery', {
   channelId: s,
   userId: s,
   url: s,
-  status: s,
+  status: t.keyof({ pending: null, sending: null, delivered: null, failed: null }),
   attempts: n,
   lastStatusCode: nullable(n),
   lastError: nullable(s),

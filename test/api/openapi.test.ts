@@ -281,6 +281,21 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it("describes channels and webhook deliveries as docs/api.md does (a listed channel's secret is never shown)", () => {
+    const ok = (path: string, method = 'get') =>
+      document.paths[path][method].responses['200'].content['application/json'].schema;
+    const deref = (s: any): any => (s.$ref ? document.components.schemas[s.$ref.split('/').pop()] : s);
+    // The secret comes once, in the answer to a new webhook's registration; the list never shows it.
+    expect(deref(ok('/api/v1/notification/channel', 'post')).properties.secret).toBeDefined();
+    expect(deref(ok('/api/v1/notification/channel').items).properties.secret).toBeUndefined();
+    // A webhook delivery is pending, sending, delivered or failed (the list's `status` filter).
+    const delivery = deref(ok('/manage/admin/webhook-deliveries').items);
+    expect(delivery.properties.status).toEqual({
+      type: 'string',
+      enum: ['pending', 'sending', 'delivered', 'failed'],
+    });
+  });
+
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
     for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
       for (const [method, op] of Object.entries(ops)) {

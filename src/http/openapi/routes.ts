@@ -410,7 +410,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/v1/notification/channel': {
     tag: 'Notifications',
     summary: "The caller's delivery channels, in the order registered (a webhook's secret is never shown)",
-    answer: list(A.ChannelCodec),
+    answer: list(A.ChannelListedCodec),
   },
   'DELETE /api/v1/notification/channel/:channel_id': {
     tag: 'Notifications',
