@@ -4,13 +4,19 @@ import type { ServiceFields, ServiceStatus } from '../commands/services/events';
 import type { AppDeps } from '../src/deps';
 import { requireRole } from '../src/http/auth';
 import { decode, paging } from '../src/http/validation';
+import { describeSchema } from '../src/http/openapi/jsonSchema';
 import { measureLag } from '../src/metrics';
 import { toServiceOut } from '../src/resources/service';
 import { DELIVERY_COLUMNS, deliveryOut, type DeliveryRow } from '../src/readModels/emailDeliveries';
 
 /** `status` filter of the admin service list (default: the ones waiting for review). */
 export const AdminServicesQuery = t.partial({
-  status: t.keyof({ review: null, approved: null, rejected: null }),
+  // `review` (the queue waiting for approval) unless given.
+  status: describeSchema(t.keyof({ review: null, approved: null, rejected: null }), {
+    type: 'string',
+    enum: ['review', 'approved', 'rejected'],
+    default: 'review',
+  }),
 });
 
 /** `status` filter of the e-mail deliveries list (default: all). */

@@ -132,6 +132,7 @@ describe('GET /openapi.json', () => {
       type: 'integer',
       minimum: 1,
       maximum: 200,
+      default: 50,
     });
     // An e-mail delivery's id is its ledger stream, not a uuid (the admin page's Retry sends it).
     const retry = document.paths['/api/v1/admin/emails/{delivery_id}/retry'].post.parameters[0];
@@ -294,6 +295,30 @@ describe('GET /openapi.json', () => {
       type: 'string',
       enum: ['pending', 'sending', 'delivered', 'failed'],
     });
+  });
+
+  it('gives the defaults of paged lists and filters (limit 50, offset 0; admin services: review)', () => {
+    const param = (path: string, name: string) =>
+      document.paths[path].get.parameters.find((p: any) => p.name === name)?.schema;
+    for (const path of [
+      '/api/v1/notifications',
+      '/manage/admin/notifications',
+      '/manage/admin/webhook-deliveries',
+      '/api/v1/admin/services',
+      '/api/v1/admin/emails',
+      '/api/v1/sessions',
+      '/api/v1/service/{coach_id}/reviews',
+    ]) {
+      expect({ path, limit: param(path, 'limit') }).toEqual({
+        path,
+        limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+      });
+      expect({ path, offset: param(path, 'offset').default }).toEqual({ path, offset: 0 });
+    }
+    expect(param('/api/v1/admin/services', 'status').default).toBe('review');
+    // Lists answered whole unless `limit` is given have no default.
+    for (const path of ['/api/v1/coach/{coach_id}/services', '/api/v1/nav/addreses'])
+      expect(param(path, 'limit').default).toBeUndefined();
   });
 
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {

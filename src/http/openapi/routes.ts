@@ -19,7 +19,8 @@ import { AuditQuery } from '../../../queries/paymentAudit';
 import { SessionsFilter } from '../../../queries/sessions';
 import { AuditChainCodec, ExportQuery, StreamAuditCodec, StreamQuery } from '../../../queries/audit';
 import * as A from '../../resources/codecs';
-import { IsoInstant, Paging } from '../validation';
+import { IntFromString, IsoInstant, Paging } from '../validation';
+import { describeSchema } from './jsonSchema';
 
 /**
  * What the routers cannot tell about their routes: the codecs of query, body and answer, a summary and the
@@ -56,6 +57,20 @@ export interface RouteDoc {
   okHeaders?: Record<string, { schema: Record<string, unknown>; description: string }>;
   description?: string;
 }
+
+/**
+ * `Paging` of the lists that `paging()` reads, with its defaults (limit 50, offset 0); the lists answered
+ * whole without a `limit` (a coach's services, addresses) keep `Paging`.
+ */
+const DefaultPaging = t.partial({
+  limit: describeSchema(IntFromString(1, 200), { type: 'integer', minimum: 1, maximum: 200, default: 50 }),
+  offset: describeSchema(IntFromString(0, 1_000_000), {
+    type: 'integer',
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 0,
+  }),
+});
 
 const list = <C extends t.Mixed>(c: C) => t.array(c);
 const VIDEO_FILES: FilePart[] = [
@@ -133,7 +148,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     endpoint: 9,
     tag: 'Services',
     summary: 'Reviews of a coach, newest first',
-    query: Paging,
+    query: DefaultPaging,
     answer: list(A.ReviewOutCodec),
   },
   'GET /api/v1/coach/:coach_id/services': {
@@ -242,7 +257,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/v1/sessions': {
     tag: 'Sessions',
     summary: "The caller's sessions (as client or coach), latest first; by state, part and start",
-    query: t.intersection([Paging, SessionsFilter]),
+    query: t.intersection([DefaultPaging, SessionsFilter]),
     answer: list(A.SessionOutCodec),
   },
   'POST /api/v1/session/:session_id/approve': {
@@ -383,7 +398,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     endpoint: 24,
     tag: 'Notifications',
     summary: "The caller's notifications, newest first",
-    query: t.intersection([Paging, UnreadFilter]),
+    query: t.intersection([DefaultPaging, UnreadFilter]),
     answer: list(A.NotificationOutCodec),
   },
   'PUT /api/v1/notifications': {
@@ -427,7 +442,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     endpoint: 29,
     tag: 'Admin',
     summary: "Every user's notifications, newest first; filters `user` and `type`",
-    query: t.intersection([Paging, AdminFilter]),
+    query: t.intersection([DefaultPaging, AdminFilter]),
     answer: list(A.AdminNotificationCodec),
   },
   'GET /manage/admin/notifications/:notification_id': {
@@ -449,19 +464,19 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /manage/admin/webhook-deliveries': {
     tag: 'Admin',
     summary: 'The webhook delivery log, newest first; filters `user` and `status`',
-    query: t.intersection([Paging, WebhookFilter]),
+    query: t.intersection([DefaultPaging, WebhookFilter]),
     answer: list(A.WebhookDeliveryCodec),
   },
   'GET /api/v1/admin/services': {
     tag: 'Admin',
     summary: 'Services by status (default `review`: the queue waiting for approval), oldest first',
-    query: t.intersection([Paging, AdminServicesQuery]),
+    query: t.intersection([DefaultPaging, AdminServicesQuery]),
     answer: list(A.AdminServiceCodec),
   },
   'GET /api/v1/admin/emails': {
     tag: 'Admin',
     summary: 'E-mail deliveries, latest change first: state, attempts, last error',
-    query: t.intersection([Paging, EmailDeliveriesQuery]),
+    query: t.intersection([DefaultPaging, EmailDeliveriesQuery]),
     answer: list(A.EmailDeliveryCodec),
   },
   'POST /api/v1/admin/emails/:delivery_id/retry': {
