@@ -61,6 +61,10 @@ const documentedString = (name: string, schema: Record<string, unknown>, ok: (s:
     ),
     { type: 'string', ...schema },
   );
+/** The interface document's `string (date, YYYY-MM-DD)`: documented as `format: date`. */
+const calendarDate = documentedString('CalendarDate', { format: 'date' }, (d) =>
+  /^\d{4}-\d{2}-\d{2}$/.test(d),
+);
 /** Payment.status: the nine values of the interface document (section 3; all within its max length 40). */
 const paymentStatus = documentedString('PaymentStatusOut', { enum: [...PAYMENT_STATUSES] }, (s) =>
   (PAYMENT_STATUSES as readonly string[]).includes(s),
@@ -282,7 +286,7 @@ export const CoachClientCodec = closed('CoachClient', {
 export const UserProfileOutCodec = closed('UserProfileOut', {
   id: uuid,
   gender: s,
-  birthDate: nullable(s),
+  birthDate: nullable(calendarDate),
   timezone: s,
   firstName: s,
   lastName: s,

@@ -321,6 +321,12 @@ describe('GET /openapi.json', () => {
       expect(param(path, 'limit').default).toBeUndefined();
   });
 
+  it("types 14's birthDate as the interface document does: a date (YYYY-MM-DD), or null while unknown", () => {
+    expect(document.components.schemas.UserProfileOut.properties.birthDate).toEqual({
+      anyOf: [{ type: 'string', format: 'date' }, { type: 'null' }],
+    });
+  });
+
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
     for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
       for (const [method, op] of Object.entries(ops)) {
