@@ -1,13 +1,19 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, refine, strict } from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { webhookUrlProblem } from '../../src/webhooks/target';
 
-const Ids = refine(
-  t.array(Uuid),
-  (a) => a.length >= 1 && a.length <= 200,
-  'ids',
-  'List should have 1 to 200 notification ids',
+const IDS_MESSAGE = 'List should have 1 to 200 notification ids';
+const Ids = describeSchema(
+  refine(t.array(Uuid), (a) => a.length >= 1 && a.length <= 200, 'ids', IDS_MESSAGE),
+  {
+    type: 'array',
+    items: { type: 'string', format: 'uuid' },
+    minItems: 1,
+    maxItems: 200,
+    description: IDS_MESSAGE,
+  },
 );
 
 /** 25. PUT /api/v1/notifications */

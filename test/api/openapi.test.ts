@@ -327,6 +327,21 @@ describe('GET /openapi.json', () => {
     });
   });
 
+  it('gives the bounds of 25 and 26 (1 to 200 notification ids) as minItems and maxItems', () => {
+    for (const [path, method, field] of [
+      ['/api/v1/notifications', 'put', 'notifications'],
+      ['/api/v1/notification/event', 'post', 'notificationIds'],
+    ] as const) {
+      const body = document.paths[path][method].requestBody.content['application/json'].schema;
+      expect(body.properties[field]).toMatchObject({
+        type: 'array',
+        items: { type: 'string', format: 'uuid' },
+        minItems: 1,
+        maxItems: 200,
+      });
+    }
+  });
+
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
     for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
       for (const [method, op] of Object.entries(ops)) {
