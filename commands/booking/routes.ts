@@ -319,7 +319,7 @@ export function bookingCommands(deps: AppDeps): Router {
     lifecycle(ctx, (sessionId, by, now) => ({ type: 'Approve', sessionId, by, now })),
   );
   router.post('/api/v1/session/:session_id/decline', authenticated(), idempotent(deps), (ctx) => {
-    const body = decode(ReasonBody, ctx.request.body ?? {}, 'body');
+    const body = decode(ReasonBody, ctx.request.body, 'body');
     return lifecycle(ctx, (sessionId, by, now) => ({
       type: 'Decline',
       sessionId,
@@ -329,7 +329,7 @@ export function bookingCommands(deps: AppDeps): Router {
     }));
   });
   router.post('/api/v1/session/:session_id/cancel', authenticated(), idempotent(deps), (ctx) => {
-    const body = decode(ReasonBody, ctx.request.body ?? {}, 'body');
+    const body = decode(ReasonBody, ctx.request.body, 'body');
     return lifecycle(ctx, (sessionId, by, now) => ({
       type: 'Cancel',
       sessionId,

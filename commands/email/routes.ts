@@ -69,7 +69,7 @@ export function emailCommands(deps: AppDeps): Router {
   // 18. Verification e-mail to the user's profile address, with the caller's code and/or link.
   router.post('/api/v1/notification/private/email/:user_id/verification', ...guard, async (ctx) => {
     const userId = decode(UserPath, ctx.params, 'path').user_id.toLowerCase();
-    const body = decode(VerificationBody, ctx.request.body ?? {}, 'body');
+    const body = decode(VerificationBody, ctx.request.body, 'body');
     const profile = await recipient(userId);
     await request(
       ctx,
@@ -97,7 +97,7 @@ export function emailCommands(deps: AppDeps): Router {
     async (ctx) => {
       const p = decode(GroupPath, ctx.params, 'path');
       const userId = p.user_id.toLowerCase();
-      decode(SessionEmailBody, ctx.request.body ?? {}, 'body');
+      decode(SessionEmailBody, ctx.request.body, 'body');
       const profile = await recipient(userId);
       const booking = await loadBooking(deps.store, p.group_id.toLowerCase());
       const role = booking ? roleIn(booking, userId) : null;
@@ -135,7 +135,7 @@ export function emailCommands(deps: AppDeps): Router {
       async (ctx) => {
         const p = decode(SessionPath, ctx.params, 'path');
         const userId = p.user_id.toLowerCase();
-        const { reason } = decode(SessionEmailBody, ctx.request.body ?? {}, 'body');
+        const { reason } = decode(SessionEmailBody, ctx.request.body, 'body');
         const profile = await recipient(userId);
         const sessionId = p.session_id.toLowerCase();
         const groupId = await bookingOfSession(deps.store, userId, sessionId);

@@ -57,7 +57,7 @@ export function serviceCommands(deps: AppDeps): Router {
 
   router.put('/api/v1/coach/services/:service_id', requireRole('coach'), async (ctx) => {
     const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
-    const changes = decode(UpdateServiceBody, ctx.request.body ?? {}, 'body');
+    const changes = decode(UpdateServiceBody, ctx.request.body, 'body');
     const { state } = await runCommand(
       deps,
       ctx,
@@ -93,7 +93,7 @@ export function serviceCommands(deps: AppDeps): Router {
     idempotent(deps),
     async (ctx) => {
       const serviceId = decode(ServiceIdPath, ctx.params, 'path').service_id.toLowerCase();
-      const { reason } = decode(RejectServiceBody, ctx.request.body ?? {}, 'body');
+      const { reason } = decode(RejectServiceBody, ctx.request.body, 'body');
       const { state } = await runCommand(
         deps,
         ctx,

@@ -12,7 +12,7 @@ export function userCommands(deps: AppDeps): Router {
   // Internal/admin upsert of a user profile (the account service owns sign-up; this keeps our copy).
   router.put('/api/v1/users/:user_id', requireRole('service', 'admin'), async (ctx) => {
     const userId = decode(UserIdPath, ctx.params, 'path').user_id.toLowerCase();
-    const fields = decode(UpsertUserProfileBody, ctx.request.body ?? {}, 'body');
+    const fields = decode(UpsertUserProfileBody, ctx.request.body, 'body');
     const { state } = await runCommand(
       deps,
       ctx,

@@ -107,6 +107,46 @@ describe('an empty JSON body reads as {}', () => {
     expect([garbage.status, garbage.body.error]).toEqual([400, 'bad_request']);
   });
 
+  it('a JSON body that is not an object (null, [], 42, "x", true) is 422 where the body is optional, and changes nothing', async () => {
+    const { coach, client, serviceId, sessions } = await booking(['2026-12-02T10:00:00']);
+    const s = sessions[0]!;
+    const base = '/api/v1/notification/private/email';
+    const calls: [string, string, string][] = [
+      ['POST', `${base}/${client.id}/verification`, m.service()],
+      ['POST', `${base}/${client.id}/session/${s.groupId}/booking`, m.service()],
+      ['POST', `${base}/${client.id}/session/${s.id}/approve`, m.service()],
+      ['POST', `${base}/${client.id}/session/${s.id}/cancel`, m.service()],
+      ['POST', `${base}/${client.id}/session/${s.id}/decline`, m.service()],
+      ['POST', `${base}/${coach.id}/session/${s.id}/dispute`, m.service()],
+      ['POST', `/api/v1/session/${s.id}/decline`, coach.token],
+      ['POST', `/api/v1/session/${s.id}/cancel`, client.token],
+      ['PUT', `/api/v1/coach/services/${serviceId}`, coach.token],
+      ['POST', `/api/v1/admin/services/${serviceId}/reject`, m.admin()],
+      ['PUT', `/api/v1/users/${client.id}`, m.service()],
+    ];
+    for (const [method, path, token] of calls)
+      for (const body of ['null', '[]', '42', '"x"', 'true']) {
+        const res = await t.request(method, path, {
+          token,
+          body,
+          headers: { 'content-type': 'application/json' },
+        });
+        // `null` was read as an empty body: the session declined, the service rejected, the e-mail sent.
+        expect({ path, body, status: res.status, detail: res.body.detail }).toEqual({
+          path,
+          body,
+          status: 422,
+          detail: [
+            { loc: ['body'], msg: 'Input should be an object', type: expect.stringMatching(/^invalid_/) },
+          ],
+        });
+      }
+    const session = await t.request('GET', `/api/v1/session/${s.id}`, { token: client.token });
+    expect(session.body.state).toBe('new'); // neither declined nor canceled
+    const service = await t.request('GET', `/api/v1/service/${serviceId}`, { token: m.admin() });
+    expect(service.body.status).not.toBe('rejected');
+  });
+
   it('a route whose body is required answers 422 naming the missing fields', async () => {
     const client = await m.client();
     const res = await emptyJson('POST', '/api/v1/nav/addreses', client.token);
