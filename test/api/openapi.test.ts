@@ -342,6 +342,18 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('describes the headers a stored file is served with (ranges, caching, no sniffing)', () => {
+    const ok = document.paths['/api/v1/storage/files/{key}'].get.responses['200'];
+    expect(Object.keys(ok.headers)).toEqual(
+      expect.arrayContaining([
+        'Accept-Ranges',
+        'Cache-Control',
+        'X-Content-Type-Options',
+        'Content-Security-Policy',
+      ]),
+    );
+  });
+
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {
     for (const [path, ops] of Object.entries(document.paths as Record<string, Record<string, any>>))
       for (const [method, op] of Object.entries(ops)) {

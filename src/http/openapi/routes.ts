@@ -122,6 +122,15 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     answer: 'binary',
     ranges: true,
     extraStatuses: [416],
+    okHeaders: {
+      'Accept-Ranges': { schema: { const: 'bytes' }, description: 'One byte range may be asked for (206)' },
+      'Cache-Control': { schema: { type: 'string' }, description: '`public, max-age=3600`' },
+      'X-Content-Type-Options': { schema: { const: 'nosniff' }, description: 'Read as its stored type only' },
+      'Content-Security-Policy': {
+        schema: { type: 'string' },
+        description: "`default-src 'none'; sandbox` (not on a PDF, which the browser's viewer shows)",
+      },
+    },
   },
   // Services and sessions
   'GET /api/v1/service/:service_id/availability': {
