@@ -23,6 +23,9 @@ export const idempotencyTag = (scope: string, key: string, hash: string) =>
 
 const ok = (status: number) => status >= 200 && status < 300;
 
+/** Answer headers that name what a run made (14's new picture): kept with the answer, given back on a replay. */
+const KEPT_HEADERS = ['X-Media-Id'];
+
 const keyed = new AsyncLocalStorage<{ tag: string; n: number }>();
 
 /**
@@ -104,8 +107,9 @@ export function idempotent(
         value_hash: string | null;
         status: number | null;
         response: unknown;
+        headers: Record<string, string> | null;
       }>(
-        'SELECT request_hash, value_hash, status, response FROM idempotency_keys WHERE scope = $1 AND key = $2',
+        'SELECT request_hash, value_hash, status, response, headers FROM idempotency_keys WHERE scope = $1 AND key = $2',
         [scope, key],
       );
       const row = prior.rows[0];
@@ -126,6 +130,7 @@ export function idempotent(
       if (row.status !== null) {
         ctx.status = row.status;
         ctx.body = kept && ok(row.status) ? kept.replay(row.response) : row.response;
+        for (const [name, value] of Object.entries(row.headers ?? {})) ctx.set(name, value);
         ctx.set('Idempotent-Replayed', 'true');
         return;
       }
@@ -141,11 +146,20 @@ export function idempotent(
         throw new HttpError(409, 'conflict', 'a request with this Idempotency-Key is still in progress');
     }
 
-    const remember = (status: number, body: unknown) =>
-      db.query(
-        'UPDATE idempotency_keys SET status = $3, response = $4::jsonb WHERE scope = $1 AND key = $2',
-        [scope, key, status, JSON.stringify(body ?? null)],
+    const remember = (status: number, body: unknown) => {
+      const headers: Record<string, string> = {};
+      for (const name of KEPT_HEADERS) if (ctx.response.get(name)) headers[name] = ctx.response.get(name);
+      return db.query(
+        'UPDATE idempotency_keys SET status = $3, response = $4::jsonb, headers = $5::jsonb WHERE scope = $1 AND key = $2',
+        [
+          scope,
+          key,
+          status,
+          JSON.stringify(body ?? null),
+          Object.keys(headers).length ? JSON.stringify(headers) : null,
+        ],
       );
+    };
     const tag = idempotencyTag(scope, key, received);
     ctx.state.idempotencyTag = tag;
     try {

@@ -125,6 +125,37 @@ describe('profile images and certificates (14 with kind)', () => {
     expect(after.body.certificates).toHaveLength(1);
   });
 
+  it("a keyed upload sent again is answered as the first, with the new item's X-Media-Id", async () => {
+    const coach = await m.coach();
+    const key = randomUUID();
+    const parts: Part[] = [
+      { name: 'kind', value: 'certificate' },
+      { name: 'file', ...pdf() },
+    ];
+    const send = async () => {
+      const form = new FormData();
+      for (const p of parts)
+        if (p.bytes) form.append(p.name, new Blob([p.bytes], { type: p.type }), p.filename);
+        else form.append(p.name, p.value ?? '');
+      return fetch(`${t.baseUrl}/api/v1/storage/profile/media`, {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${coach.token}`, 'idempotency-key': key },
+      });
+    };
+    const first = await send();
+    expect(first.status).toBe(200);
+    const firstId = first.headers.get('x-media-id');
+    expect(firstId).toMatch(/^[0-9a-f-]{36}$/);
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-media-id')).toBe(firstId);
+    expect(await again.json()).toEqual(await first.json());
+    const listed = (await t.request('GET', '/api/v1/storage/profile/media', { token: coach.token })).body;
+    expect(listed.map((i: { id: string }) => i.id)).toEqual([firstId]);
+  });
+
   it('a keyed upload run again after a crash does not put back a picture removed or media replaced since', async () => {
     const coach = await m.coach();
     const keyedUpload = async (key: string, parts: Part[]) => {

@@ -98,4 +98,11 @@ UPDATE idempotency_keys
    AND response->>'secret' LIKE 'whsec\\_%';
 `,
   },
+  {
+    version: 7,
+    name: 'idempotency keys: headers of the answer',
+    // A replay gives back the headers that name what the first run made (14's X-Media-Id), not only its
+    // body (src/http/idempotency.ts). Null in older rows and in answers without such headers.
+    sql: `ALTER TABLE idempotency_keys ADD COLUMN headers jsonb;`,
+  },
 ];
