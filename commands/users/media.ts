@@ -99,83 +99,88 @@ export function profileMediaCommands(deps: AppDeps): Router {
   // 14. Profile media of the caller: `kind` media (default: the one picture or video of the profile, which
   // an upload replaces), image or certificate (added to the profile's pictures or certificates). Answers
   // UserProfileOut; a new image or certificate's id comes in the `X-Media-Id` header.
-  router.post('/api/v1/storage/profile/media', authenticated(), multipartRoute(), async (ctx) => {
-    const { userId } = currentPrincipal(ctx);
-    const form = await readMultipart(ctx, {
-      tmpDir: uploadTmpDir(deps.config.dataDir),
-      maxBytes: deps.config.maxUploadBytes,
-      files: [
-        { name: 'file', accept: ['image/', 'video/', 'application/pdf'], required: true },
-        { name: 'preview', accept: ['image/'] },
-      ],
-    });
-    try {
-      await idempotentUpload(deps, ctx, form, async () => {
-        const fields = decode(MediaFields, form.fields, 'body');
-        const kind = fields.kind ?? 'media';
-        const file = form.files.file!;
-        checkKind(kind, file, fields);
-        const preview = form.files.preview;
-        const id = deps.newId();
-        const now = deps.clock().toISOString();
-        const mediaKey = newBlobKey(kind === 'media' ? 'media' : kind, id, file.originalname);
-        const previewKey = preview ? newBlobKey('mpreview', deps.newId(), preview.originalname) : null;
-        const blobs = [
-          { key: mediaKey, file },
-          ...(preview && previewKey ? [{ key: previewKey, file: preview }] : []),
-        ];
-        const command: UserCommand =
-          kind === 'media'
-            ? {
-                type: 'SetProfileMedia',
-                userId,
-                mediaType: file.mimetype.toLowerCase().startsWith('video/') ? 'video' : 'image',
-                mediaKey,
-                previewKey,
-                now,
-              }
-            : {
-                type: 'AddProfileMedia',
-                userId,
-                item: {
-                  mediaId: id,
-                  kind,
-                  key: mediaKey,
-                  previewKey,
-                  title: fields.title ?? defaultTitle(file.originalname),
-                  description: fields.description ?? '',
-                  contentType: file.mimetype,
-                  originFilename: file.originalname,
-                  filesize: file.size,
-                  addedAt: now,
-                },
-              };
-        // A keyed request run again after a crash answers what its first run did; a picture removed, or
-        // media replaced, since then is not put back (the blobs it stored again are dropped).
-        const { state, events } = await withStoredBlobs(
-          deps,
-          blobs,
-          () =>
-            runCommand(deps, ctx, profileStream(userId), userProfile, command, [
-              kind === 'media' ? 'user_profiles' : 'profile_media',
-            ]),
-          (done) => [
-            done.state.media?.mediaKey ?? null,
-            done.state.media?.previewKey ?? null,
-            ...done.state.gallery.flatMap((i) => [i.key, i.previewKey]),
-          ],
-        );
-        await deleteBlobs(
-          deps,
-          events.flatMap((e) => (e.type === 'ProfileMediaChanged' ? e.data.replacedKeys : [])),
-        );
-        if (kind !== 'media') ctx.set('X-Media-Id', id);
-        ctx.body = await profileOut(userId, state);
+  router.post(
+    '/api/v1/storage/profile/media',
+    authenticated(),
+    multipartRoute({ keyed: true }),
+    async (ctx) => {
+      const { userId } = currentPrincipal(ctx);
+      const form = await readMultipart(ctx, {
+        tmpDir: uploadTmpDir(deps.config.dataDir),
+        maxBytes: deps.config.maxUploadBytes,
+        files: [
+          { name: 'file', accept: ['image/', 'video/', 'application/pdf'], required: true },
+          { name: 'preview', accept: ['image/'] },
+        ],
       });
-    } finally {
-      await form.cleanup();
-    }
-  });
+      try {
+        await idempotentUpload(deps, ctx, form, async () => {
+          const fields = decode(MediaFields, form.fields, 'body');
+          const kind = fields.kind ?? 'media';
+          const file = form.files.file!;
+          checkKind(kind, file, fields);
+          const preview = form.files.preview;
+          const id = deps.newId();
+          const now = deps.clock().toISOString();
+          const mediaKey = newBlobKey(kind === 'media' ? 'media' : kind, id, file.originalname);
+          const previewKey = preview ? newBlobKey('mpreview', deps.newId(), preview.originalname) : null;
+          const blobs = [
+            { key: mediaKey, file },
+            ...(preview && previewKey ? [{ key: previewKey, file: preview }] : []),
+          ];
+          const command: UserCommand =
+            kind === 'media'
+              ? {
+                  type: 'SetProfileMedia',
+                  userId,
+                  mediaType: file.mimetype.toLowerCase().startsWith('video/') ? 'video' : 'image',
+                  mediaKey,
+                  previewKey,
+                  now,
+                }
+              : {
+                  type: 'AddProfileMedia',
+                  userId,
+                  item: {
+                    mediaId: id,
+                    kind,
+                    key: mediaKey,
+                    previewKey,
+                    title: fields.title ?? defaultTitle(file.originalname),
+                    description: fields.description ?? '',
+                    contentType: file.mimetype,
+                    originFilename: file.originalname,
+                    filesize: file.size,
+                    addedAt: now,
+                  },
+                };
+          // A keyed request run again after a crash answers what its first run did; a picture removed, or
+          // media replaced, since then is not put back (the blobs it stored again are dropped).
+          const { state, events } = await withStoredBlobs(
+            deps,
+            blobs,
+            () =>
+              runCommand(deps, ctx, profileStream(userId), userProfile, command, [
+                kind === 'media' ? 'user_profiles' : 'profile_media',
+              ]),
+            (done) => [
+              done.state.media?.mediaKey ?? null,
+              done.state.media?.previewKey ?? null,
+              ...done.state.gallery.flatMap((i) => [i.key, i.previewKey]),
+            ],
+          );
+          await deleteBlobs(
+            deps,
+            events.flatMap((e) => (e.type === 'ProfileMediaChanged' ? e.data.replacedKeys : [])),
+          );
+          if (kind !== 'media') ctx.set('X-Media-Id', id);
+          ctx.body = await profileOut(userId, state);
+        });
+      } finally {
+        await form.cleanup();
+      }
+    },
+  );
 
   // Added: removes one of the caller's profile images or certificates (another user's is 404).
   router.delete('/api/v1/storage/profile/media/:media_id', authenticated(), async (ctx) => {

@@ -185,7 +185,7 @@ export function videoCommands(deps: AppDeps): Router {
     );
 
   // 1. Upload a video (and its preview image): answers the FileBase.
-  router.post('/api/v1/storage/video', requireRole('coach'), multipartRoute(), async (ctx) => {
+  router.post('/api/v1/storage/video', requireRole('coach'), multipartRoute({ keyed: true }), async (ctx) => {
     const { userId } = currentPrincipal(ctx);
     const form = await readMultipart(ctx, {
       tmpDir,

@@ -26,6 +26,13 @@ const ok = (status: number) => status >= 200 && status < 300;
 /** Answer headers that name what a run made (14's new picture): kept with the answer, given back on a replay. */
 const KEPT_HEADERS = ['X-Media-Id'];
 
+const HONOURS_KEY = Symbol('idempotencyKey');
+/** Marks a route middleware as honouring `Idempotency-Key` (read by the OpenAPI document). */
+export const honouringKey = <M extends Middleware>(mw: M): M => Object.assign(mw, { [HONOURS_KEY]: true });
+/** Whether a route's middleware stack honours `Idempotency-Key` (`idempotent`, or a keyed upload route). */
+export const honoursIdempotencyKey = (stack: readonly unknown[]): boolean =>
+  stack.some((mw) => (mw as { [HONOURS_KEY]?: true } | null)?.[HONOURS_KEY] === true);
+
 const keyed = new AsyncLocalStorage<{ tag: string; n: number }>();
 
 /**
@@ -73,7 +80,7 @@ export function idempotent(
 ): Middleware {
   const { db } = deps;
   const leaseMs = deps.config.idempotencyLeaseMs;
-  return async (ctx, next) => {
+  return honouringKey(async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (!key) return next();
     if (key.length > 200)
@@ -174,5 +181,5 @@ export function idempotent(
       throw err;
     }
     await remember(ctx.status, kept && ok(ctx.status) ? kept.store(ctx.body) : ctx.body);
-  };
+  });
 }

@@ -7,7 +7,7 @@ import type { Context, Middleware } from 'koa';
 import multer from '@koa/multer';
 import { HttpError, ValidationError, type ValidationIssue } from './errors';
 import { badText } from './hygiene';
-import { idempotent } from './idempotency';
+import { honouringKey, idempotent } from './idempotency';
 import type { Config } from '../config';
 import type { Database } from '../db/database';
 
@@ -47,10 +47,15 @@ const MULTIPART = Symbol('multipart');
 
 /**
  * Marks an upload route (put it in the route's middleware list): the app lets multipart/form-data bodies
- * through to these routes only; every other route reads JSON (see `requireJsonBody`).
+ * through to these routes only; every other route reads JSON (see `requireJsonBody`). `keyed`: the route
+ * runs its work through `idempotentUpload`, so it honours `Idempotency-Key` (the OpenAPI document says so).
  */
-export const multipartRoute = (): Middleware =>
-  Object.assign<Middleware, { [MULTIPART]: true }>(async (_ctx, next) => next(), { [MULTIPART]: true });
+export const multipartRoute = (opts: { keyed?: boolean } = {}): Middleware => {
+  const mark = Object.assign<Middleware, { [MULTIPART]: true }>(async (_ctx, next) => next(), {
+    [MULTIPART]: true,
+  });
+  return opts.keyed ? honouringKey(mark) : mark;
+};
 
 /** Whether a route's middleware stack holds `multipartRoute()`. */
 export const takesMultipart = (stack: readonly unknown[]): boolean =>

@@ -93,6 +93,7 @@ describe('GET /openapi.json', () => {
     const book = document.paths['/api/v1/service/{service_id}'].post;
     expect(book.parameters).toEqual([
       expect.objectContaining({ name: 'service_id', in: 'path', required: true }),
+      expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
     ]);
     expect(book.security).toEqual([{ bearerAuth: ['client'] }]);
     const body = book.requestBody.content['application/json'].schema;
@@ -352,6 +353,33 @@ describe('GET /openapi.json', () => {
         'Content-Security-Policy',
       ]),
     );
+  });
+
+  it('declares Idempotency-Key on the commands that honour it, and on no other operation', () => {
+    const keyed: string[] = [];
+    const postsWithout: string[] = [];
+    for (const [path, ops] of Object.entries<any>(document.paths))
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const header = (op.parameters ?? []).find((p: any) => p.name === 'Idempotency-Key');
+        if (header) {
+          expect(header).toMatchObject({ in: 'header', required: false, schema: { maxLength: 200 } });
+          keyed.push(`${method.toUpperCase()} ${path}`);
+        } else if (method === 'post') postsWithout.push(path);
+      }
+    // 28 checks the mail provider and changes nothing; PUTs replace a whole resource (docs/api.md).
+    expect(postsWithout).toEqual(['/api/v1/notification/channel/mailprovider-init']);
+    expect(keyed).toEqual(
+      expect.arrayContaining([
+        'POST /api/v1/service/{service_id}',
+        'POST /api/v1/storage/video',
+        'POST /api/v1/storage/profile/media',
+        'POST /api/v1/nav/addreses',
+        'DELETE /api/v1/notification/channel/{channel_id}',
+      ]),
+    );
+    expect(keyed.filter((k) => !k.startsWith('POST '))).toEqual([
+      'DELETE /api/v1/notification/channel/{channel_id}',
+    ]);
   });
 
   it('calls a route public only when it answers without a token (GET /metrics needs one)', async () => {

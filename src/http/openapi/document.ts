@@ -3,6 +3,7 @@ import * as t from 'io-ts';
 import { CLIENTS, COACHES, DEMO_IDS } from '../../cli/demoData';
 import { NAMED_ANSWER_CODECS, int } from '../../resources/codecs';
 import { guardOf, type Role } from '../auth';
+import { honoursIdempotencyKey } from '../idempotency';
 import { takesMultipart } from '../multipart';
 import { toJsonSchema, type JsonSchema, type SchemaRefs } from './jsonSchema';
 import { ROUTE_DOCS, type RouteDoc } from './routes';
@@ -18,6 +19,8 @@ export interface RouterRoute {
   path: string;
   roles: readonly Role[] | null;
   multipart: boolean;
+  /** Whether the route honours `Idempotency-Key`. */
+  idempotencyKey: boolean;
 }
 
 /** Every method and path the routers serve (HEAD comes with GET and is not listed). */
@@ -31,10 +34,22 @@ export function routesOf(routers: Router[]): RouterRoute[] {
           path: layer.path as string,
           roles: guardOf(layer.stack),
           multipart: takesMultipart(layer.stack),
+          idempotencyKey: honoursIdempotencyKey(layer.stack),
         })),
     ),
   );
 }
+
+/** docs/api.md, Conventions: the key of a command its client may send again. */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 200 },
+  description:
+    'Kept 24 h per caller: the same key and request replays the first answer (with `Idempotent-Replayed: true`); ' +
+    'the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409.',
+};
 
 export const routeKey = (method: string, path: string) => `${method} ${path}`;
 export const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
@@ -150,6 +165,7 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
       schema: own[name] ?? (name.endsWith('_id') ? { type: 'string', format: 'uuid' } : { type: 'string' }),
       ...(PARAM_EXAMPLES[name] ? { example: PARAM_EXAMPLES[name] } : {}),
     }));
+    if (route.idempotencyKey) parameters.push(IDEMPOTENCY_KEY_PARAMETER);
     if (doc.query) {
       const q = toJsonSchema(doc.query, refs);
       const required = new Set((q.required as string[] | undefined) ?? []);
@@ -225,7 +241,7 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
           'Generated from the code: routes and roles from the routers, schemas from the io-ts codecs the ' +
           'routes decode with. Bearer JWT (`sub` = user uuid, `roles`); the roles a route admits are listed ' +
           'as the scopes of its security requirement. Errors: `ErrorResponse {error, message, code}`; ' +
-          'invalid input is 422 `{detail: [{loc, msg, type}]}`. POST commands accept an `Idempotency-Key`.',
+          'invalid input is 422 `{detail: [{loc, msg, type}]}`. Commands that honour an `Idempotency-Key` list it among their parameters.',
       },
       servers: [{ url: '/' }],
       tags: [...new Set(Object.values(ROUTE_DOCS).map((d) => d.tag))].map((name) => ({ name })),
