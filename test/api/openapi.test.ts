@@ -355,6 +355,19 @@ describe('GET /openapi.json', () => {
     );
   });
 
+  it("lists 403 only where a role is required or the action is one side's (a session's coach or client)", () => {
+    const statuses = (path: string, method: string) => Object.keys(document.paths[path][method].responses);
+    // Any signed-in user may ask; another user's payment or notification is 404, never 403.
+    expect(statuses('/api/v1/payment/{payment_id}', 'get')).not.toContain('403');
+    expect(statuses('/api/v1/notifications', 'get')).not.toContain('403');
+    expect(statuses('/api/v1/nav/addreses', 'post')).not.toContain('403');
+    // A client approving, or a coach reviewing, is 403.
+    for (const action of ['approve', 'decline', 'cancel', 'complete', 'dispute', 'review'])
+      expect(statuses(`/api/v1/session/{session_id}/${action}`, 'post')).toContain('403');
+    expect(statuses('/api/v1/service/{service_id}', 'post')).toContain('403');
+    expect(statuses('/metrics', 'get')).toContain('403');
+  });
+
   it('declares Idempotency-Key on the commands that honour it, and on no other operation', () => {
     const keyed: string[] = [];
     const postsWithout: string[] = [];

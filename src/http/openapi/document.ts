@@ -120,7 +120,9 @@ export function errorStatuses(route: RouterRoute, doc: RouteDoc): number[] {
   // 503 from any route that reads or writes events or read models while the event store or the database does
   // not answer (retry shortly).
   const statuses = new Set([400, 401, 404, 408, 422, 431, 500, 503, ...(doc.extraStatuses ?? [])]);
-  if (route.roles !== null) statuses.add(403);
+  // 403 from the guard of a route that needs a role; a route open to every signed-in user answers another
+  // user's things with 404 (docs/api.md, Conventions), and lists 403 itself where it has one (`extraStatuses`).
+  if (route.roles !== null && route.roles.length > 0) statuses.add(403);
   if (writes) [409, 413, 415].forEach((s) => statuses.add(s));
   if (route.path === '/metrics') statuses.add(403);
   return [...statuses].sort((a, b) => a - b);

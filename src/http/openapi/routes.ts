@@ -271,28 +271,34 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'POST /api/v1/session/:session_id/approve': {
     tag: 'Sessions',
+    // The other party's action (a client approving, a coach reviewing) is 403.
+    extraStatuses: [403],
     summary: 'The coach approves a booked session',
     answer: A.SessionOutCodec,
   },
   'POST /api/v1/session/:session_id/decline': {
     tag: 'Sessions',
+    extraStatuses: [403],
     summary: 'The coach declines a booked session',
     body: { codec: ReasonBody, optional: true },
     answer: A.SessionOutCodec,
   },
   'POST /api/v1/session/:session_id/cancel': {
     tag: 'Sessions',
+    extraStatuses: [403],
     summary: 'Client or coach cancels a session (within the cancellation window)',
     body: { codec: ReasonBody, optional: true },
     answer: A.SessionOutCodec,
   },
   'POST /api/v1/session/:session_id/complete': {
     tag: 'Sessions',
+    extraStatuses: [403],
     summary: 'The coach marks an approved session completed (not before its start)',
     answer: A.SessionOutCodec,
   },
   'POST /api/v1/session/:session_id/dispute': {
     tag: 'Sessions',
+    extraStatuses: [403],
     summary:
       'The client disputes a completed session, or an approved one that is over and was never completed (within 30 days)',
     body: { codec: DisputeBody },
@@ -300,6 +306,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'POST /api/v1/session/:session_id/review': {
     tag: 'Sessions',
+    extraStatuses: [403],
     summary: 'The client reviews a completed session (once)',
     body: { codec: ReviewBody },
     answer: A.SessionOutCodec,
