@@ -9,6 +9,8 @@ import { HttpError } from './errors';
 export const JSON_LIMIT = '256kb';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+/** One decoder for every body: without `stream`, each `decode` call stands alone. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The stream of the body's bytes once its Content-Encoding is undone; 415 for one we cannot undo. */
 function decompressed(req: IncomingMessage) {
@@ -66,7 +68,7 @@ export function jsonBody(): Middleware {
         limit: JSON_LIMIT,
       });
       try {
-        text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+        text = strictUtf8.decode(bytes);
       } catch {
         throw new HttpError(400, 'bad_request', 'the body is not valid UTF-8 (send JSON in UTF-8)');
       }
