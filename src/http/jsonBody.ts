@@ -5,6 +5,13 @@ import getRawBody from 'raw-body';
 import bourne from '@hapi/bourne';
 import { HttpError } from './errors';
 
+declare module 'koa' {
+  interface Request {
+    /** What `jsonBody` read (a JSON value, `''` for an empty body, `{}` for another type); multer's form. */
+    body?: unknown;
+  }
+}
+
 /** Largest JSON body, after any Content-Encoding is undone. */
 export const JSON_LIMIT = '256kb';
 
