@@ -85,15 +85,8 @@ describeSql('a package session booked while its payment is canceled', () => {
   afterAll(() => close?.());
 
   it('answers 409 package_canceled and holds no new session', async () => {
-    const coach = await m.coach();
-    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30 });
-    const client = await m.client();
-    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
-      token: client.token,
-      body: { slots: ['2026-12-02T10:00:00'] },
-    });
-    expect(first.status).toBe(200);
-    const { groupId, paymentId } = first.body[0];
+    const { coach, client, serviceId, first } = await m.packageBought('2026-12-02T10:00:00');
+    const { groupId, paymentId } = first;
 
     race.stream = `payment-${paymentId}`;
     race.during = async () => {
@@ -138,15 +131,8 @@ describe('a package session held after its payment was canceled (the EventStoreD
   afterAll(() => t?.close());
 
   it('is canceled by the booking process and its slot given back', async () => {
-    const coach = await m.coach();
-    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30 });
-    const client = await m.client();
-    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
-      token: client.token,
-      body: { slots: ['2026-12-02T10:00:00'] },
-    });
-    expect(first.status).toBe(200);
-    const { groupId, paymentId } = first.body[0];
+    const { coach, first } = await m.packageBought('2026-12-02T10:00:00');
+    const { groupId, paymentId } = first;
     const cancel = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/cancel`, {
       token: m.service(),
     });
@@ -168,15 +154,8 @@ describe('a package session held after its payment was canceled (the EventStoreD
   });
 
   it('is canceled too when the payment was refunded (every session gone), and only it', async () => {
-    const coach = await m.coach();
-    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30 });
-    const client = await m.client();
-    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
-      token: client.token,
-      body: { slots: ['2026-12-03T10:00:00'] },
-    });
-    expect(first.status).toBe(200);
-    const { groupId, paymentId, id } = first.body[0];
+    const { coach, client, first } = await m.packageBought('2026-12-03T10:00:00');
+    const { groupId, paymentId, id } = first;
     for (const status of ['checkout', 'received'])
       expect(
         (

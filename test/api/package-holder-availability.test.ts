@@ -18,16 +18,9 @@ const slotsOf = (body: { slots: { slot: string }[] }) => body.slots.map((s) => s
  */
 describe("a package's holder sees the slots up to its package's expiration date", () => {
   it('after the coach shortened expiresInDays (6 and 11), still only to the holder', async () => {
-    const coach = await m.coach();
-    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30 });
-    const client = await m.client();
-    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
-      token: client.token,
-      body: { slots: ['2026-12-02T10:00:00'] },
-    });
-    expect(first.status).toBe(200);
-    const packageId = first.body[0].groupId as string;
-    expect(first.body[0].expirationDate).toBe('31/12/2026');
+    const { coach, client, serviceId, first } = await m.packageBought('2026-12-02T10:00:00');
+    const packageId = first.groupId;
+    expect(first.expirationDate).toBe('31/12/2026');
     const edited = await t.request('PUT', `/api/v1/coach/services/${serviceId}`, {
       token: coach.token,
       body: { expiresInDays: 2 },

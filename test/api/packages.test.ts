@@ -13,19 +13,7 @@ const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
 const book = (token: string, serviceId: string, body: Record<string, unknown>) =>
   t.request('POST', `/api/v1/service/${serviceId}`, { token, body });
 
-async function packageOf(over: Record<string, unknown> = {}) {
-  const coach = await m.coach();
-  const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90, expiresInDays: 30, ...over });
-  const client = await m.client();
-  const first = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'] });
-  expect(first.status).toBe(200);
-  return {
-    coach,
-    client,
-    serviceId,
-    first: first.body[0] as { id: string; groupId: string; paymentId: string },
-  };
-}
+const packageOf = (over: Record<string, unknown> = {}) => m.packageBought('2026-12-02T10:00:00', over);
 
 const packagesIn = async (token: string | undefined, serviceId: string) =>
   (

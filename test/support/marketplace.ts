@@ -31,7 +31,7 @@ export function marketplace(t: TestSystem) {
     return { id, token: t.token(id, [type]) };
   }
 
-  return {
+  const api = {
     admin,
     service,
     client: (extra: Record<string, unknown> = {}) => user('client', extra),
@@ -74,7 +74,36 @@ export function marketplace(t: TestSystem) {
       );
       return created.id as string;
     },
+    /**
+     * A client's package of three sessions (90 EUR, 30 days) from a new coach, its first session booked at
+     * `slot`; the booking's first session (with its `groupId`, the package's id, and `paymentId`).
+     */
+    async packageBought(slot = '2026-12-02T10:00:00', over: Record<string, unknown> = {}) {
+      const coach = await api.coach();
+      const serviceId = await api.offering(coach, {
+        numberOfSessions: 3,
+        price: 90,
+        expiresInDays: 30,
+        ...over,
+      });
+      const client = await user('client');
+      const booked = ok(
+        await t.request('POST', `/api/v1/service/${serviceId}`, {
+          token: client.token,
+          body: { slots: [slot] },
+        }),
+        'book the package',
+      );
+      const first = booked[0] as {
+        id: string;
+        groupId: string;
+        paymentId: string;
+        expirationDate: string;
+      };
+      return { coach, client, serviceId, first };
+    },
   };
+  return api;
 }
 
 /** A complete SessionsBooked event's data, as the booking route writes it, for read-model tests. */
