@@ -10,7 +10,7 @@ import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
 import { eventually, marketplace } from '../support/marketplace';
 import { testDatabase } from '../support/services';
 import { startTestSystem, type TestSystem } from '../support/system';
-import { startWebhookReceiver } from '../support/webhookReceiver';
+import { startHeldReceiver, startWebhookReceiver } from '../support/webhookReceiver';
 
 let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
@@ -473,28 +473,15 @@ describe('webhook channels (27)', () => {
 
   it('a sender that stalled past its claim does not undo what the sender that took it over recorded', async () => {
     const client = await m.client();
-    let requests = 0;
-    let release: (status: number) => void = () => undefined;
-    let arrived: () => void = () => undefined;
-    const inFlight = new Promise<void>((r) => (arrived = r));
-    const slow = http.createServer((req, res) => {
-      req.resume();
-      requests++;
-      release = (status) => {
-        res.statusCode = status;
-        res.end();
-      };
-      arrived();
-    });
-    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const slow = await startHeldReceiver();
     try {
       const hook = await t.request('POST', '/api/v1/notification/channel', {
         token: client.token,
-        body: { type: 'webhook', address: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/hook` },
+        body: { type: 'webhook', address: slow.url('/hook') },
       });
       expect(hook.status).toBe(200);
       await book(client);
-      await inFlight; // claimed and sent; no answer yet
+      await slow.arrived; // claimed and sent; no answer yet
       // The sender stalls past two minutes; another takes the claim over and delivers the webhook.
       const { db } = t.system.deps;
       await db.query(
@@ -502,7 +489,7 @@ describe('webhook channels (27)', () => {
            last_status_code = 200 WHERE channel_id = $1`,
         [hook.body.id, now.toISOString()],
       );
-      release(500); // the stalled sender's attempt ends, failed
+      slow.release(500); // the stalled sender's attempt ends, failed
       await eventually(
         async () =>
           (
@@ -522,10 +509,9 @@ describe('webhook channels (27)', () => {
       now = new Date(now.getTime() + 3_600_000);
       await t.system.deliverWebhooks();
       await silence();
-      expect(requests).toBe(1);
+      expect(slow.requests).toBe(1);
     } finally {
-      slow.closeAllConnections();
-      await new Promise((r) => slow.close(r));
+      await slow.close();
     }
   });
 
@@ -746,26 +732,15 @@ describe('listing and removing channels', () => {
     expect(receiver.at(path)).toHaveLength(1);
 
     // An attempt under way when its channel is removed, and failing, is not tried again.
-    let release: (status: number) => void = () => undefined;
-    let arrived: () => void = () => undefined;
-    const inFlight = new Promise<void>((r) => (arrived = r));
-    const slow = http.createServer((req, res) => {
-      req.resume();
-      release = (status) => {
-        res.statusCode = status;
-        res.end();
-      };
-      arrived();
-    });
-    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const slow = await startHeldReceiver();
     try {
       const late = await t.request('POST', '/api/v1/notification/channel', {
         token: client.token,
-        body: { type: 'webhook', address: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/late` },
+        body: { type: 'webhook', address: slow.url('/late') },
       });
       expect(late.status).toBe(200);
       await book(client, '2026-12-04T10:00:00');
-      await inFlight; // claimed and sent; the receiver has not answered yet
+      await slow.arrived; // claimed and sent; the receiver has not answered yet
       expect(
         (await t.request('DELETE', `/api/v1/notification/channel/${late.body.id}`, { token: client.token }))
           .status,
@@ -780,7 +755,7 @@ describe('listing and removing channels', () => {
         async () => (await lateRow()).rows,
         (r) => r[0]?.removed === true,
       );
-      release(500);
+      slow.release(500);
       const settled = await eventually(
         async () => (await lateRow()).rows,
         (r) => r[0]?.attempts === 1,
@@ -790,8 +765,7 @@ describe('listing and removing channels', () => {
       expect(await t.system.deliverWebhooks()).toBe(0);
       expect((await lateRow()).rows[0]).toMatchObject({ status: 'failed', attempts: 1 });
     } finally {
-      slow.closeAllConnections();
-      await new Promise((r) => slow.close(r));
+      await slow.close();
     }
   });
 });

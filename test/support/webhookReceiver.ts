@@ -39,3 +39,35 @@ export async function startWebhookReceiver() {
       }),
   };
 }
+
+/**
+ * A webhook receiver that holds every request without answering until `release(status)`: `arrived` resolves
+ * when the first request came (the delivery was claimed and sent), `requests` counts them.
+ */
+export async function startHeldReceiver() {
+  let release: (status: number) => void = () => undefined;
+  let arrive: () => void = () => undefined;
+  const arrived = new Promise<void>((r) => (arrive = r));
+  const held = {
+    requests: 0,
+    arrived,
+    release: (status: number) => release(status),
+    url: (path: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+  const server = http.createServer((req, res) => {
+    req.resume();
+    held.requests++;
+    release = (status) => {
+      res.statusCode = status;
+      res.end();
+    };
+    arrive();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return held;
+}
