@@ -285,6 +285,7 @@ export const FreeJsonObject = describeSchema(
   ),
   {
     type: 'object',
+    additionalProperties: true,
     description: `any JSON object, at most ${FREE_JSON_MAX_DEPTH} levels deep and ${FREE_JSON_MAX_BYTES} bytes`,
   },
 );

@@ -41,6 +41,8 @@ const INTERFACE_ENDPOINTS = [
   'POST /api/v1/nav/addreses',
 ];
 
+const ADMIN = 'a0000000-0000-4000-8000-000000000001';
+
 let t: TestSystem;
 let document: any;
 beforeAll(async () => {
@@ -411,6 +413,48 @@ describe('GET /openapi.json', () => {
     expect(metrics.description).toContain('admin');
     expect(metrics.description).toContain('METRICS_TOKEN');
     expect((await fetch(`${t.baseUrl}/metrics`)).status).toBe(401);
+  });
+});
+
+describe('/openapi.json read by a client generator', () => {
+  it('says what the keys of a free-form object hold (an empty `type: object` reads as "no keys at all")', () => {
+    const bare: string[] = [];
+    const walk = (s: any, at: string): void => {
+      if (Array.isArray(s)) return s.forEach((x, i) => walk(x, `${at}/${i}`));
+      if (s === null || typeof s !== 'object') return;
+      if (s.type === 'object' && !s.properties && s.additionalProperties === undefined) bare.push(at);
+      for (const [k, v] of Object.entries(s)) walk(v, `${at}/${k}`);
+    };
+    walk(document, '#');
+    expect(bare).toEqual([]);
+    // A payment provider's checkout (15, 17) is any JSON object: its keys hold anything.
+    const body = document.paths['/api/v1/payment/private/payment/{payment_id}/update'].post.requestBody;
+    expect(body.content['application/json'].schema.properties.checkout.additionalProperties).toBe(true);
+    expect(document.components.schemas.Payment.properties.checkout.additionalProperties).toBe(true);
+  });
+
+  it('describes every field of GET /healthz (instance, leases, each projection), closed', async () => {
+    const ok = document.paths['/healthz'].get.responses['200'].content['application/json'].schema;
+    expect(ok.additionalProperties).toBe(false);
+    expect(ok.required).toEqual(
+      expect.arrayContaining(['status', 'eventStore', 'database', 'instance', 'leases', 'projections']),
+    );
+    const lease = ok.properties.leases.anyOf.find((m: any) => m.type === 'array').items;
+    expect(lease.required).toEqual(['name', 'owner', 'expiresAt', 'mine']);
+    const projection = ok.properties.projections.items;
+    expect(projection.required).toEqual(['name', 'state', 'position', 'mode', 'queued']);
+    expect(projection.properties.state.enum).toEqual(
+      expect.arrayContaining(['running', 'failed', 'standby']),
+    );
+    expect(Object.keys(projection.properties)).toEqual(
+      expect.arrayContaining(['lease', 'error', 'failedEvent']),
+    );
+    // t.request checks the answer against the document: a field it does not describe fails here.
+    const res = await t.request('GET', '/healthz');
+    expect(res.status).toBe(200);
+    const admin = await t.request('GET', '/healthz', { token: t.token(ADMIN, ['admin']) });
+    expect(admin.status).toBe(200);
+    expect(admin.body.projections.some((p: any) => p.lease)).toBe(true);
   });
 });
 

@@ -54,7 +54,8 @@ export function toJsonSchema(codec: t.Mixed, refs: SchemaRefs = new Map(), top =
       return {};
     case 'UnknownRecordType':
     case 'AnyDictionaryType':
-      return { type: 'object' };
+      // Said outright: client generators read a bare `type: object` as an object with no keys at all.
+      return { type: 'object', additionalProperties: true };
     case 'UnknownArrayType':
     case 'AnyArrayType':
       return { type: 'array' };

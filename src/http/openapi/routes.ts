@@ -22,6 +22,42 @@ import * as A from '../../resources/codecs';
 import { IntFromString, IsoInstant, Paging } from '../validation';
 import { describeSchema } from './jsonSchema';
 
+/** A lease in GET /healthz (src/leases.ts, LeaseInfo). */
+const HealthLease = t.exact(
+  t.type({
+    name: t.string,
+    owner: t.union([t.string, t.null]),
+    expiresAt: t.union([t.string, t.null]),
+    mine: t.boolean,
+  }),
+);
+/** A projection in GET /healthz (projections/runner.ts, ProjectionStatus; `error` and `failedEvent` for an admin). */
+const HealthProjection = t.exact(
+  t.intersection([
+    t.type({
+      name: t.string,
+      state: t.keyof({
+        starting: null,
+        running: null,
+        retrying: null,
+        failed: null,
+        stopped: null,
+        standby: null,
+      }),
+      position: t.union([t.exact(t.type({ commit: t.string, prepare: t.string })), t.null]),
+      mode: t.keyof({ live: null, 'catch-up': null }),
+      queued: A.int,
+    }),
+    t.partial({
+      lease: t.exact(t.type({ name: t.string, held: t.boolean })),
+      error: t.string,
+      failedEvent: t.exact(
+        t.type({ id: t.string, type: t.string, streamName: t.string, position: t.string }),
+      ),
+    }),
+  ]),
+);
+
 /**
  * What the routers cannot tell about their routes: the codecs of query, body and answer, a summary and the
  * interface document's endpoint number. Paths, path parameters and roles are read off the routers
@@ -530,12 +566,17 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /healthz': {
     tag: 'Operations',
     summary: 'Health of the event store, the database and every projection (503 when degraded)',
-    answer: t.type({
-      status: t.keyof({ ok: null, degraded: null }),
-      eventStore: t.type({ kind: t.string, status: t.string }),
-      database: t.type({ kind: t.string, status: t.string }),
-      projections: t.array(t.UnknownRecord),
-    }),
+    answer: t.exact(
+      t.type({
+        status: t.keyof({ ok: null, degraded: null }),
+        eventStore: t.exact(t.type({ kind: t.string, status: t.string })),
+        database: t.exact(t.type({ kind: t.string, status: t.string })),
+        instance: t.string,
+        // null while the database does not answer.
+        leases: t.union([t.array(HealthLease), t.null]),
+        projections: t.array(HealthProjection),
+      }),
+    ),
     extraStatuses: [503],
   },
   'GET /metrics': {
