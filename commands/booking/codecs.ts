@@ -9,14 +9,18 @@ import {
   strict,
   Uuid,
 } from '../../src/http/validation';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
 
+const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:00(\.0+)?)?$/;
+const LOCAL_DATE_TIME_MESSAGE = 'Input should be a local date-time without zone, e.g. 2026-12-01T10:00:00';
 const LocalDateTime = refine(
   t.string,
   // A real calendar day and a wall time up to 23:59 (2026-02-30 or 24:00 is bad input, not a busy slot).
-  (s) => /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:00(\.0+)?)?$/.test(s) && isCalendarDate(s.slice(0, 10)),
+  (s) => LOCAL_DATE_TIME.test(s) && isCalendarDate(s.slice(0, 10)),
   'local_datetime',
-  'Input should be a local date-time without zone, e.g. 2026-12-01T10:00:00',
+  LOCAL_DATE_TIME_MESSAGE,
 );
+const SLOTS_MESSAGE = 'slots should hold 1 to 100 distinct date-times';
 const LatLng = strict(
   { lat: finiteNumberIn(-90, 90, 'latitude'), lng: finiteNumberIn(-180, 180, 'longitude') },
   {},
@@ -30,11 +34,22 @@ const Method = t.keyof(METHOD_IDS, 'method');
 /** POST /api/v1/service/{service_id}: the interface document's booking body. */
 export const BookingBody = strict(
   {
-    slots: refine(
-      t.array(LocalDateTime),
-      (a) => a.length >= 1 && a.length <= 100 && new Set(a.map((s) => s.slice(0, 16))).size === a.length,
-      'slots',
-      'slots should hold 1 to 100 distinct date-times',
+    // The bounds and the slot's form as JSON Schema says them, for clients that check before they send.
+    slots: describeSchema(
+      refine(
+        t.array(LocalDateTime),
+        (a) => a.length >= 1 && a.length <= 100 && new Set(a.map((s) => s.slice(0, 16))).size === a.length,
+        'slots',
+        SLOTS_MESSAGE,
+      ),
+      {
+        type: 'array',
+        items: { type: 'string', pattern: LOCAL_DATE_TIME.source, description: LOCAL_DATE_TIME_MESSAGE },
+        minItems: 1,
+        maxItems: 100,
+        uniqueItems: true,
+        description: SLOTS_MESSAGE,
+      },
     ),
   },
   {

@@ -433,6 +433,23 @@ describe('/openapi.json read by a client generator', () => {
     expect(document.components.schemas.Payment.properties.checkout.additionalProperties).toBe(true);
   });
 
+  it("gives the booking's slots (4) their bounds and form: 1 to 100 distinct local date-times", () => {
+    const body = document.paths['/api/v1/service/{service_id}'].post.requestBody.content['application/json'];
+    const slots = body.schema.properties.slots;
+    expect(slots).toMatchObject({ type: 'array', minItems: 1, maxItems: 100, uniqueItems: true });
+    const form = new RegExp(slots.items.pattern);
+    expect(body.example.slots.every((s: string) => form.test(s))).toBe(true);
+    for (const taken of ['2026-12-01T10:00', '2026-12-01T10:00:00', '2026-12-01T23:59:00.000'])
+      expect({ taken, ok: form.test(taken) }).toEqual({ taken, ok: true });
+    for (const refused of [
+      '2026-12-01T10:00:00Z',
+      '2026-12-01T10:00:00+01:00',
+      '2026-12-01',
+      '2026-12-01T24:00',
+    ])
+      expect({ refused, ok: form.test(refused) }).toEqual({ refused, ok: false });
+  });
+
   it('describes every field of GET /healthz (instance, leases, each projection), closed', async () => {
     const ok = document.paths['/healthz'].get.responses['200'].content['application/json'].schema;
     expect(ok.additionalProperties).toBe(false);
