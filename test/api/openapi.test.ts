@@ -450,6 +450,15 @@ describe('/openapi.json read by a client generator', () => {
       expect({ refused, ok: form.test(refused) }).toEqual({ refused, ok: false });
   });
 
+  it('describes every tag it groups operations by (Swagger UI shows it above the group)', () => {
+    const tags = document.tags as { name: string; description?: string }[];
+    expect(tags.filter((tag) => !tag.description).map((tag) => tag.name)).toEqual([]);
+    const used = new Set(
+      Object.values<any>(document.paths).flatMap((ops) => Object.values<any>(ops).flatMap((op) => op.tags)),
+    );
+    expect(tags.map((tag) => tag.name).sort()).toEqual([...used].sort());
+  });
+
   it('describes every field of GET /healthz (instance, leases, each projection), closed', async () => {
     const ok = document.paths['/healthz'].get.responses['200'].content['application/json'].schema;
     expect(ok.additionalProperties).toBe(false);

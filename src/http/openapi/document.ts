@@ -81,6 +81,24 @@ function seedExamples(): Record<string, unknown> {
   };
 }
 
+/** What each tag of ROUTE_DOCS groups (a tag without one fails test/api/openapi.test.ts). */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Videos: "A coach's preview videos: upload, list, reorder, replace, delete; stored files by byte ranges",
+  Services: "The service catalogue: a coach's services, weekly schedule, free slots and reviews",
+  Sessions: 'Booking sessions of a service, and what coach and client do with them afterwards',
+  Users:
+    'User profiles (written by the account service), public coach profiles, profile pictures and certificates',
+  Admin: 'Moderation of services, notifications, e-mail and webhook deliveries, projections (admin role)',
+  'Payments (private)':
+    "The payment provider's side: payment status updates and cancellations (service role)",
+  Payments: 'A payment with its history, as its client, its coach, an admin or an auditor sees it',
+  Audit: 'The event log read back: a session or payment replayed, a stream at a revision, causes and effects',
+  'E-mail (private)': 'Transactional e-mails sent on behalf of other services (service role)',
+  Notifications: "A user's notifications, their read marks, and the channels they are delivered to",
+  Addresses: "A user's saved addresses",
+  Operations: 'Health, metrics and this document',
+};
+
 const ErrorResponse = t.exact(t.type({ error: t.string, message: t.string, code: int }), 'ErrorResponse');
 const HTTPValidationError = t.exact(
   t.type({
@@ -246,7 +264,10 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
           'invalid input is 422 `{detail: [{loc, msg, type}]}`. Commands that honour an `Idempotency-Key` list it among their parameters.',
       },
       servers: [{ url: '/' }],
-      tags: [...new Set(Object.values(ROUTE_DOCS).map((d) => d.tag))].map((name) => ({ name })),
+      tags: [...new Set(Object.values(ROUTE_DOCS).map((d) => d.tag))].map((name) => ({
+        name,
+        ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+      })),
       paths,
       components: {
         schemas: components,
