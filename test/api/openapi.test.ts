@@ -392,6 +392,15 @@ describe('GET /openapi.json', () => {
         'DELETE /api/v1/notification/channel/{channel_id}',
       ]),
     );
+    // Their 200 names the header a replayed answer comes with, and no other operation's does.
+    for (const [path, ops] of Object.entries<any>(document.paths))
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const route = `${method.toUpperCase()} ${path}`;
+        expect({ route, replayed: op.responses['200'].headers?.['Idempotent-Replayed']?.schema }).toEqual({
+          route,
+          replayed: keyed.includes(route) ? { type: 'string', enum: ['true'] } : undefined,
+        });
+      }
     expect(keyed.filter((k) => !k.startsWith('POST '))).toEqual([
       'DELETE /api/v1/notification/channel/{channel_id}',
     ]);

@@ -51,6 +51,13 @@ const IDEMPOTENCY_KEY_PARAMETER = {
     'the same key with another request is 422 `idempotency_key_reused`; a repeat while the first still runs is 409.',
 };
 
+/** On an answer replayed for a repeated `Idempotency-Key` (docs/api.md, Conventions). */
+const IDEMPOTENT_REPLAYED_HEADER = {
+  schema: { type: 'string', enum: ['true'] },
+  description:
+    '`true` when this is the first answer to the same key and request, replayed (nothing was done again); absent otherwise',
+};
+
 export const routeKey = (method: string, path: string) => `${method} ${path}`;
 export const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
 const paramNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
@@ -317,8 +324,12 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
     };
   else ok['application/json'] = { schema: schema(doc.answer) };
   if (doc.alsoHtml) ok['text/html'] = { schema: { type: 'string', description: 'the admin web page' } };
+  const headers = {
+    ...doc.okHeaders,
+    ...(route.idempotencyKey ? { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER } : {}),
+  };
   const responses: Record<string, unknown> = {
-    '200': { description: 'OK', ...(doc.okHeaders ? { headers: doc.okHeaders } : {}), content: ok },
+    '200': { description: 'OK', ...(Object.keys(headers).length ? { headers } : {}), content: ok },
   };
   if (doc.ranges)
     responses['206'] = {
