@@ -265,8 +265,8 @@ export const UserOutCodec = closed('User', {
 
 /** A client's package and the sessions left of it (availability 6, 11 and the coach-client view 12). */
 export const PackageOutCodec = closed('Package', {
-  packageId: s,
-  serviceId: s,
+  packageId: uuid,
+  serviceId: uuid,
   serviceName: s,
   numberOfSessions: int,
   bookedSessions: int,
@@ -387,11 +387,11 @@ const FreeSlot = closed('FreeSlot', { slot: s, startsAt: s, endsAt: s, remaining
 
 /** 6. Free slots of one service. */
 export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
-  serviceId: s,
-  coachId: s,
+  serviceId: uuid,
+  coachId: uuid,
   timezone: s,
-  fromDate: s,
-  toDate: s,
+  fromDate: calendarDate,
+  toDate: calendarDate,
   minutesDuration: int,
   minutesTravel: int,
   groupSession: b,
@@ -401,10 +401,10 @@ export const ServiceAvailabilityCodec = closed('ServiceAvailability', {
 
 /** 11. Every approved service of a coach with its free slots. */
 export const CoachAvailabilityCodec = closed('CoachAvailability', {
-  coachId: s,
+  coachId: uuid,
   timezone: s,
-  fromDate: s,
-  toDate: s,
+  fromDate: calendarDate,
+  toDate: calendarDate,
   minutesTravel: int,
   services: t.array(
     closed('ServiceSlots', {

@@ -459,6 +459,28 @@ describe('/openapi.json read by a client generator', () => {
       expect({ refused, ok: form.test(refused) }).toEqual({ refused, ok: false });
   });
 
+  it('types the ids and dates of the availability answers (6, 11) and of a package as uuid and date', () => {
+    const ok = (path: string) => document.paths[path].get.responses['200'].content['application/json'].schema;
+    const uuid = { type: 'string', format: 'uuid' };
+    const date = { type: 'string', format: 'date' };
+    const service = ok('/api/v1/service/{service_id}/availability').properties;
+    const coach = ok('/api/v1/coach/{coach_id}/availability').properties;
+    const pkg = document.components.schemas.Package.properties;
+    expect([service.serviceId, service.coachId, coach.coachId, pkg.packageId, pkg.serviceId]).toEqual([
+      uuid,
+      uuid,
+      uuid,
+      uuid,
+      uuid,
+    ]);
+    expect([service.fromDate, service.toDate, coach.fromDate, coach.toDate]).toEqual([
+      date,
+      date,
+      date,
+      date,
+    ]);
+  });
+
   it('describes every tag it groups operations by (Swagger UI shows it above the group)', () => {
     const tags = document.tags as { name: string; description?: string }[];
     expect(tags.filter((tag) => !tag.description).map((tag) => tag.name)).toEqual([]);
