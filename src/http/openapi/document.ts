@@ -242,7 +242,10 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
                   ]),
                 ),
               },
-              required: files.filter((f) => f.required).map((f) => f.name),
+              // None at all (a replacement takes each part or not) is no `required` (OpenAPI 3.0 tools refuse `[]`).
+              ...(files.some((f) => f.required)
+                ? { required: files.filter((f) => f.required).map((f) => f.name) }
+                : {}),
               additionalProperties: false,
             },
             encoding: Object.fromEntries(files.map((f) => [f.name, { contentType: f.accept }])),
