@@ -5,7 +5,7 @@ import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { ValidationError, notFound } from '../src/http/errors';
 import { IsoInstant, Uuid, decode, paging, refine } from '../src/http/validation';
-import type { SessionState } from '../commands/booking/events';
+import { SESSION_STATES } from '../commands/booking/events';
 import { toSessionOut, type SessionRecord } from '../src/resources/session';
 import { eventOut, upToRecorded } from './audit';
 import { redacted } from './auditRedaction';
@@ -33,14 +33,6 @@ export async function findSession(db: Queryable, id: string): Promise<SessionRec
 
 const SessionPath = t.type({ session_id: Uuid });
 
-const SESSION_STATES: readonly SessionState[] = [
-  'new',
-  'approved',
-  'declined',
-  'canceled',
-  'completed',
-  'disputed',
-];
 const SessionStates = refine(
   t.string,
   (s) => s.split(',').every((x) => (SESSION_STATES as readonly string[]).includes(x)),

@@ -1,7 +1,9 @@
 import type { DomainEvent } from '../../src/decider';
 import type { BookingTerms, HeldSlot } from '../calendar/events';
 
-export type SessionState = 'new' | 'approved' | 'declined' | 'canceled' | 'completed' | 'disputed';
+/** A session's states (the Session resource's `state`). */
+export const SESSION_STATES = ['new', 'approved', 'declined', 'canceled', 'completed', 'disputed'] as const;
+export type SessionState = (typeof SESSION_STATES)[number];
 export type Actor = 'client' | 'coach' | 'system';
 
 interface SessionRef {

@@ -14,6 +14,7 @@ import type { PackageOut } from '../../queries/packages';
 import type { EmailDeliveryOut } from '../readModels/emailDeliveries';
 import { describeSchema } from '../http/openapi/jsonSchema';
 import { PAYMENT_STATUSES } from '../../commands/payments/events';
+import { SESSION_STATES } from '../../commands/booking/events';
 
 /**
  * io-ts codecs of the API's answers: what /openapi.json documents (src/http/openapi) and what the API tests
@@ -68,6 +69,10 @@ const calendarDate = documentedString('CalendarDate', { format: 'date' }, (d) =>
 /** Payment.status: the nine values of the interface document (section 3; all within its max length 40). */
 const paymentStatus = documentedString('PaymentStatusOut', { enum: [...PAYMENT_STATUSES] }, (s) =>
   (PAYMENT_STATUSES as readonly string[]).includes(s),
+);
+/** Session.state: the six states a session moves through (docs/api.md, "Session lifecycle"). */
+const sessionState = documentedString('SessionStateOut', { enum: [...SESSION_STATES] }, (s) =>
+  (SESSION_STATES as readonly string[]).includes(s),
 );
 /** Payment.currency: at most 10 characters (the interface document's section 8). */
 const paymentCurrency = documentedString('PaymentCurrency', { maxLength: 10 }, (s) => s.length <= 10);
@@ -207,7 +212,7 @@ const LatLng = closed('LatLng', { lat: n, lng: n });
 export const SessionOutCodec = closed('Session', {
   id: uuid,
   name: s,
-  state: s,
+  state: sessionState,
   price: n,
   currency: s,
   dayAvailability: int,
@@ -226,7 +231,7 @@ export const SessionOutCodec = closed('Session', {
   clientLocation: nullable(LatLng),
   groupId: uuid,
   expirationDate: s,
-  paymentState: s,
+  paymentState: paymentStatus,
   paymentExpirationAt: s,
   slot: s,
   startsAt: s,
@@ -273,7 +278,7 @@ export const PackageOutCodec = closed('Package', {
   remainingSessions: int,
   expirationDate: s,
   expired: b,
-  paymentState: s,
+  paymentState: paymentStatus,
   open: b,
 });
 

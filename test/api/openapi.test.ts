@@ -483,6 +483,16 @@ describe('/openapi.json read by a client generator', () => {
     ]);
   });
 
+  it("lists a session's states and its payment's statuses (Session, Package) as enums a client can switch on", () => {
+    const schemas = document.components.schemas;
+    expect(schemas.Session.properties.state).toEqual({
+      type: 'string',
+      enum: ['new', 'approved', 'declined', 'canceled', 'completed', 'disputed'],
+    });
+    expect(schemas.Session.properties.paymentState).toEqual(schemas.Payment.properties.status);
+    expect(schemas.Package.properties.paymentState).toEqual(schemas.Payment.properties.status);
+  });
+
   it('describes every tag it groups operations by (Swagger UI shows it above the group)', () => {
     const tags = document.tags as { name: string; description?: string }[];
     expect(tags.filter((tag) => !tag.description).map((tag) => tag.name)).toEqual([]);
