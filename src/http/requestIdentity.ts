@@ -1,7 +1,19 @@
 import { createHash } from 'node:crypto';
 
+/** A path segment that is a whole uuid: the handlers read it in any letter case (the same id). */
+const UUID_SEGMENT = /(?<=\/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi;
+
+/**
+ * The path as the routes read it, its uuid segments in lower case: a retry naming the same resource in
+ * another letter case is the same request, not 422 `idempotency_key_reused`. A path already in that form
+ * is unchanged, so the hashes (and tags) of such requests are as they were.
+ */
+const canonicalPath = (path: string) => path.replace(UUID_SEGMENT, (id) => id.toLowerCase());
+
 const hashOf = (method: string, path: string, json: string) =>
-  createHash('sha256').update(`${method} ${path}\n${json}`).digest('hex');
+  createHash('sha256')
+    .update(`${method} ${canonicalPath(path)}\n${json}`)
+    .digest('hex');
 
 /** Object keys in one order (sorted by code unit); arrays keep theirs; numbers as parsed. */
 const sortedKeys = (_key: string, value: unknown) =>

@@ -195,3 +195,29 @@ it('a request that died before the change is run again after it with the same id
   expect(again.body).toEqual(first.body);
   expect(await coachServices(coach)).toHaveLength(1);
 });
+
+it('the same request with its id in upper case replays the first answer', async () => {
+  const coach = await m.coach();
+  const created = await t.request('POST', '/api/v1/coach/services', {
+    token: coach.token,
+    body: serviceBody,
+  });
+  expect(created.status).toBe(200);
+  const id = created.body.id as string;
+  const admin = t.token(randomUUID(), ['admin']);
+  const key = randomUUID();
+  const approve = (path: string) =>
+    t.request('POST', path, { token: admin, headers: { 'idempotency-key': key } });
+  const first = await approve(`/api/v1/admin/services/${id}/approve`);
+  expect(first.status).toBe(200);
+  // The handlers read ids in any letter case: the same service, so the same request.
+  const retry = await approve(`/api/v1/admin/services/${id.toUpperCase()}/approve`);
+  expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+  expect(retry.body).toEqual(first.body);
+  // Another route under the same key is still another request.
+  const reject = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
+    token: admin,
+    headers: { 'idempotency-key': key },
+  });
+  expect([reject.status, reject.body.error]).toEqual([422, 'idempotency_key_reused']);
+});
