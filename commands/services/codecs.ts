@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { SERVICE_SLOT_RE } from '../calendar/slots';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../../src/http/validation';
 
 /**
@@ -8,11 +9,14 @@ import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../.
  */
 const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
 
-const Currency = refine(
-  t.string,
-  (s) => CURRENCIES.has(s),
-  'currency',
-  'Input should be an ISO 4217 currency code in upper case, e.g. EUR',
+const CURRENCY_MESSAGE = 'Input should be an ISO 4217 currency code in upper case, e.g. EUR';
+const Currency = describeSchema(
+  refine(t.string, (s) => CURRENCIES.has(s), 'currency', CURRENCY_MESSAGE),
+  {
+    type: 'string',
+    pattern: '^[A-Z]{3}$',
+    description: `${CURRENCY_MESSAGE} (a currency in use)`,
+  },
 );
 
 /** The longest session a service may have (a hold never lasts longer). */
@@ -20,6 +24,10 @@ export const MAX_SESSION_MINUTES = 480;
 
 /** A service's types all show on its coach's public profile (13): a short list. */
 export const MAX_SERVICE_TYPES = 20;
+
+/** How many start times a service lists (`Service.slots`). */
+const MAX_SLOTS = 500;
+const SLOT_MESSAGE = 'Input should be a start time HH:mm, or a weekday and a start time, e.g. "monday 09:30"';
 
 /** Every editable Service field with its rule; which are required differs between create and edit. */
 const required = {
@@ -33,28 +41,39 @@ const optional = {
   promo: t.boolean,
   serviceOtherType: boundedString(200),
   sessionCancellationHours: intIn(0, 720, 'hours'),
-  serviceTypes: refine(
-    t.array(boundedString(100, 1)),
-    (a) => a.length <= MAX_SERVICE_TYPES,
-    'service_types',
-    `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,
+  serviceTypes: describeSchema(
+    refine(
+      t.array(boundedString(100, 1)),
+      (a) => a.length <= MAX_SERVICE_TYPES,
+      'service_types',
+      `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,
+    ),
+    {
+      type: 'array',
+      items: { type: 'string', minLength: 1, maxLength: 100 },
+      maxItems: MAX_SERVICE_TYPES,
+      description: `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,
+    },
   ),
   numberOfSessions: intIn(1, 100, 'sessions'),
   expiresInDays: intIn(1, 3650, 'days'),
   groupSession: t.boolean,
   maxGroupSize: intIn(1, 500, 'group size'),
-  slots: refine(
-    t.array(
-      refine(
-        t.string,
-        (x) => SERVICE_SLOT_RE.test(x.trim().toLowerCase()),
-        'service_slot',
-        'Input should be a start time HH:mm, or a weekday and a start time, e.g. "monday 09:30"',
+  slots: describeSchema(
+    refine(
+      t.array(
+        refine(t.string, (x) => SERVICE_SLOT_RE.test(x.trim().toLowerCase()), 'service_slot', SLOT_MESSAGE),
       ),
+      (a) => a.length <= MAX_SLOTS,
+      'slots',
+      `slots should hold at most ${MAX_SLOTS} start times`,
     ),
-    (a) => a.length <= 500,
-    'slots',
-    'slots should hold at most 500 start times',
+    {
+      type: 'array',
+      items: { type: 'string', description: SLOT_MESSAGE },
+      maxItems: MAX_SLOTS,
+      description: `slots should hold at most ${MAX_SLOTS} start times`,
+    },
   ),
   minimumNoticeHours: intIn(0, 720, 'hours'),
   bookingWindowDays: intIn(1, 3650, 'days'),

@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { Uuid, boundedString, intIn, isCalendarDate, refine, strict } from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
 import { zoneName } from '../../src/zoneName';
@@ -28,12 +29,12 @@ export const IanaTimezone = Object.assign(
 
 /** YYYY-MM-DD that is a real calendar day (shared with the other codecs). */
 export { isCalendarDate };
-const BirthDate = refine(
-  t.string,
-  isCalendarDate,
-  'date',
-  'Input should be a valid date in the format YYYY-MM-DD',
-);
+const BIRTH_DATE_MESSAGE = 'Input should be a valid date in the format YYYY-MM-DD';
+const BirthDate = describeSchema(refine(t.string, isCalendarDate, 'date', BIRTH_DATE_MESSAGE), {
+  type: 'string',
+  format: 'date',
+  description: BIRTH_DATE_MESSAGE,
+});
 
 /** One language (1 to 35 characters): no comma, since the User view (12) joins the list with commas. */
 const Language = refine(
@@ -45,19 +46,36 @@ const Language = refine(
 
 /** How many languages a profile lists (the list is stored whole on every profile change). */
 export const MAX_LANGUAGES = 50;
-const Languages = refine(
-  t.array(Language),
-  (a) => a.length <= MAX_LANGUAGES,
-  'languages',
-  `languages should hold at most ${MAX_LANGUAGES} entries`,
+const Languages = describeSchema(
+  refine(
+    t.array(Language),
+    (a) => a.length <= MAX_LANGUAGES,
+    'languages',
+    `languages should hold at most ${MAX_LANGUAGES} entries`,
+  ),
+  {
+    type: 'array',
+    items: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 35,
+      pattern: '^[^,]*$',
+      description: 'A language should have 1 to 35 characters and no comma',
+    },
+    maxItems: MAX_LANGUAGES,
+    description: `languages should hold at most ${MAX_LANGUAGES} entries`,
+  },
 );
 
-const Email = refine(
-  t.string,
-  // One mailbox the mailer can send to (src/mail/compose.ts), with a dot in its domain.
-  (s) => s.length <= 254 && isMailbox(s) && /@[^@]+\.[^@]+$/.test(s),
-  'email',
-  'Input should be a valid e-mail address',
+const Email = describeSchema(
+  refine(
+    t.string,
+    // One mailbox the mailer can send to (src/mail/compose.ts), with a dot in its domain.
+    (s) => s.length <= 254 && isMailbox(s) && /@[^@]+\.[^@]+$/.test(s),
+    'email',
+    'Input should be a valid e-mail address',
+  ),
+  { type: 'string', maxLength: 254, description: 'Input should be a valid e-mail address' },
 );
 const Phone = refine(
   t.string,

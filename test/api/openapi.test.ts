@@ -330,6 +330,34 @@ describe('GET /openapi.json', () => {
     });
   });
 
+  it("gives a service's serviceTypes and slots, and a profile's languages, their bounds as maxItems", () => {
+    const body = (path: string, method: 'post' | 'put') =>
+      document.paths[path][method].requestBody.content['application/json'].schema.properties;
+    for (const [path, method] of [
+      ['/api/v1/coach/services', 'post'],
+      ['/api/v1/coach/services/{service_id}', 'put'],
+    ] as const) {
+      const { serviceTypes, slots, priceCurrency } = body(path, method);
+      expect(serviceTypes).toMatchObject({
+        type: 'array',
+        items: { type: 'string', minLength: 1, maxLength: 100 },
+        maxItems: 20,
+      });
+      expect(slots).toMatchObject({ type: 'array', items: { type: 'string' }, maxItems: 500 });
+      expect(priceCurrency).toMatchObject({ type: 'string', pattern: '^[A-Z]{3}$' });
+    }
+    const profile = body('/api/v1/users/{user_id}', 'put');
+    expect(profile.languages).toMatchObject({
+      type: 'array',
+      items: { type: 'string', minLength: 1, maxLength: 35, pattern: '^[^,]*$' },
+      maxItems: 50,
+    });
+    expect(profile.email).toMatchObject({ type: 'string', maxLength: 254 });
+    expect(profile.birthDate).toEqual({
+      anyOf: [expect.objectContaining({ type: 'string', format: 'date' }), { type: 'null' }],
+    });
+  });
+
   it('gives the bounds of 25 and 26 (1 to 200 notification ids) as minItems and maxItems', () => {
     for (const [path, method, field] of [
       ['/api/v1/notifications', 'put', 'notifications'],
