@@ -77,11 +77,10 @@ const Email = describeSchema(
   ),
   { type: 'string', maxLength: 254, description: 'Input should be a valid e-mail address' },
 );
-const Phone = refine(
-  t.string,
-  (s) => s === '' || /^\+?[0-9 ()-]{4,30}$/.test(s),
-  'phone',
-  'Input should be a phone number',
+const PHONE_RE = /^(?:\+?[0-9 ()-]{4,30})?$/;
+const Phone = describeSchema(
+  refine(t.string, (s) => PHONE_RE.test(s), 'phone', 'Input should be a phone number'),
+  { type: 'string', pattern: PHONE_RE.source, description: "Input should be a phone number (or '')" },
 );
 
 /**

@@ -353,6 +353,13 @@ describe('GET /openapi.json', () => {
       maxItems: 50,
     });
     expect(profile.email).toMatchObject({ type: 'string', maxLength: 254 });
+    for (const field of ['phone', 'whatsapp']) {
+      const form = new RegExp(profile[field].pattern);
+      for (const taken of ['', '+49 (30) 123-456', '1234'])
+        expect({ taken, ok: form.test(taken) }).toEqual({ taken, ok: true });
+      for (const refused of ['abc', '123', '+', '12 34 x'])
+        expect({ refused, ok: form.test(refused) }).toEqual({ refused, ok: false });
+    }
     expect(profile.birthDate).toEqual({
       anyOf: [expect.objectContaining({ type: 'string', format: 'date' }), { type: 'null' }],
     });
