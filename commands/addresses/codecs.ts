@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { boundedString, finiteNumberIn, strict } from '../../src/http/validation';
+import { boundedString, finiteNumberIn, strict, requiredText } from '../../src/http/validation';
 
 const text = (max: number) => boundedString(max);
 
@@ -8,8 +8,8 @@ export const CreateAddressBody = strict(
   {
     lat: finiteNumberIn(-90, 90, 'latitude'),
     lng: finiteNumberIn(-180, 180, 'longitude'),
-    name: boundedString(120, 1),
-    address: boundedString(500, 1),
+    name: requiredText(120),
+    address: requiredText(500),
   },
   {
     zoom: finiteNumberIn(0, 25, 'zoom'),

@@ -8,6 +8,7 @@ import {
   refine,
   strict,
   Uuid,
+  requiredText,
 } from '../../src/http/validation';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
 
@@ -70,7 +71,7 @@ export const BookingBody = strict(
 export type BookingBody = t.TypeOf<typeof BookingBody>;
 
 export const ReasonBody = strict({}, { reason: boundedString(1000) }, 'ReasonIn');
-export const DisputeBody = strict({ reason: boundedString(2000, 1) }, {}, 'DisputeIn');
+export const DisputeBody = strict({ reason: requiredText(2000) }, {}, 'DisputeIn');
 export const ReviewBody = strict(
   { rating: intIn(1, 5, 'rating') },
   { comment: boundedString(2000) },

@@ -1,7 +1,15 @@
 import * as t from 'io-ts';
 import { SERVICE_SLOT_RE } from '../calendar/slots';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
-import { Uuid, boundedString, finiteNumberIn, intIn, refine, strict } from '../../src/http/validation';
+import {
+  Uuid,
+  boundedString,
+  finiteNumberIn,
+  intIn,
+  refine,
+  strict,
+  requiredText,
+} from '../../src/http/validation';
 
 /**
  * The ISO 4217 codes of currencies in use, as the runtime's ICU data lists them (EUR, USD, JPY, ...): a price
@@ -31,7 +39,7 @@ const SLOT_MESSAGE = 'Input should be a start time HH:mm, or a weekday and a sta
 
 /** Every editable Service field with its rule; which are required differs between create and edit. */
 const required = {
-  name: boundedString(200, 1),
+  name: requiredText(200),
   price: finiteNumberIn(0, 1_000_000, 'price'),
   priceCurrency: Currency,
   sessionMinutesDuration: intIn(5, MAX_SESSION_MINUTES, 'minutes'),
@@ -43,7 +51,7 @@ const optional = {
   sessionCancellationHours: intIn(0, 720, 'hours'),
   serviceTypes: describeSchema(
     refine(
-      t.array(boundedString(100, 1)),
+      t.array(requiredText(100)),
       (a) => a.length <= MAX_SERVICE_TYPES,
       'service_types',
       `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,

@@ -1,7 +1,16 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
-import { Uuid, boundedString, intIn, isCalendarDate, refine, strict } from '../../src/http/validation';
+import {
+  Uuid,
+  boundedString,
+  intIn,
+  isCalendarDate,
+  refine,
+  strict,
+  requiredText,
+  linkText,
+} from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
 import { zoneName } from '../../src/zoneName';
 
@@ -38,7 +47,7 @@ const BirthDate = describeSchema(refine(t.string, isCalendarDate, 'date', BIRTH_
 
 /** One language (1 to 35 characters): no comma, since the User view (12) joins the list with commas. */
 const Language = refine(
-  boundedString(35, 1),
+  requiredText(35),
   (s) => !s.includes(','),
   'language',
   'A language should have 1 to 35 characters and no comma',
@@ -91,8 +100,8 @@ export const UpsertUserProfileBody = strict(
   {},
   {
     username: text(100),
-    firstName: boundedString(100, 1),
-    lastName: boundedString(100, 1),
+    firstName: requiredText(100),
+    lastName: requiredText(100),
     email: Email,
     phone: Phone,
     whatsapp: Phone,
@@ -103,10 +112,10 @@ export const UpsertUserProfileBody = strict(
     description: text(5000),
     type: t.keyof({ client: null, coach: null }, 'user type (client or coach)'),
     experience: intIn(0, 100, 'years of experience'),
-    avatarUrl: text(2000),
+    avatarUrl: linkText(2000),
     mediaType: text(100),
-    mediaUrl: text(2000),
-    mediaPreviewUrl: text(2000),
+    mediaUrl: linkText(2000),
+    mediaPreviewUrl: linkText(2000),
     verified: t.boolean,
     verifiedEmail: t.boolean,
     verifiedPhone: t.boolean,

@@ -146,6 +146,43 @@ export const boundedString = (max: number, min = 0) =>
     ),
     { type: 'string', ...(min > 0 ? { minLength: min } : {}), maxLength: max },
   );
+/**
+ * A name or other required text: 1 to `max` characters, not blanks only (`"   "` names nothing). Blanks around
+ * or inside it are kept as sent.
+ */
+export const requiredText = (max: number) =>
+  describeSchema(
+    refine(boundedString(max, 1), (s) => /\S/.test(s), 'string', 'String should not be blanks only'),
+    { type: 'string', minLength: 1, maxLength: max, pattern: '\\S' },
+  );
+/**
+ * A link shown to others (a profile's avatar, its media): '' , a path, or an http(s) URL. Any other scheme
+ * (`javascript:`, `data:`, `file:`) is refused; browsers drop tabs, newlines and leading blanks from a URL
+ * before they read its scheme (`java\tscript:`), so the check does too.
+ */
+const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
+export const linkText = (max: number) =>
+  describeSchema(
+    refine(
+      t.string,
+      (s) => {
+        if (s.length > 2 * max || codePointLength(s) > max) return false;
+        // The link without blanks and control characters, as a browser reads its scheme.
+        const head = Array.from(s)
+          .filter((c) => c > ' ')
+          .join('');
+        const scheme = SCHEME.exec(head)?.[1]?.toLowerCase();
+        return scheme === undefined || scheme === 'http' || scheme === 'https';
+      },
+      'link',
+      `Input should be a path or an http(s) URL of at most ${max} characters`,
+    ),
+    {
+      type: 'string',
+      maxLength: max,
+      description: `Input should be a path or an http(s) URL of at most ${max} characters`,
+    },
+  );
 export const finiteNumberIn = (min: number, max: number, name: string) =>
   describeSchema(
     refine(

@@ -107,6 +107,10 @@ describe('session lifecycle', () => {
     await act(coach.token, session.id, 'approve');
     clock.set('2026-12-02T10:30:00Z');
     await act(coach.token, session.id, 'complete');
+    // A reason of blanks only says nothing: 422, and the session stays completed.
+    const blank = await act(client.token, session.id, 'dispute', { reason: ' \n ' });
+    expect(blank.status).toBe(422);
+    expect(blank.body.detail[0].loc).toEqual(['body', 'reason']);
     const disputed = await act(client.token, session.id, 'dispute', { reason: 'ended 20 minutes early' });
     expect(disputed.body.state).toBe('disputed');
     expect((await act(client.token, session.id, 'dispute', {})).status).toBe(422);
