@@ -4,11 +4,13 @@ import { createHash } from 'node:crypto';
 const UUID_SEGMENT = /(?<=\/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=\/|$)/gi;
 
 /**
- * The path as the routes read it, its uuid segments in lower case: a retry naming the same resource in
- * another letter case is the same request, not 422 `idempotency_key_reused`. A path already in that form
- * is unchanged, so the hashes (and tags) of such requests are as they were.
+ * The path as the routes read it, its uuid segments in lower case and without a trailing slash (the router
+ * takes `/approve/` as `/approve`): a retry naming the same resource so is the same request, not 422
+ * `idempotency_key_reused`. A path already in that form is unchanged, so the hashes (and tags) of such
+ * requests are as they were.
  */
-const canonicalPath = (path: string) => path.replace(UUID_SEGMENT, (id) => id.toLowerCase());
+const canonicalPath = (path: string) =>
+  path.replace(UUID_SEGMENT, (id) => id.toLowerCase()).replace(/(?<=.)\/+$/, '');
 
 const hashOf = (method: string, path: string, json: string) =>
   createHash('sha256')

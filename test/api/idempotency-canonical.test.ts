@@ -221,3 +221,24 @@ it('the same request with its id in upper case replays the first answer', async 
   });
   expect([reject.status, reject.body.error]).toEqual([422, 'idempotency_key_reused']);
 });
+
+it('the same request with a trailing slash on its path replays the first answer (the routes take both)', async () => {
+  const token = t.token(randomUUID(), ['client']);
+  const key = randomUUID();
+  const first = await postAddress(token, key, addressBody);
+  expect(first.status).toBe(200);
+  // Sent as a client that adds the slash would (the harness's request checks paths against the document).
+  const retry = await fetch(`${t.baseUrl}/api/v1/nav/addreses/`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    },
+    body: JSON.stringify(addressBody),
+  });
+  expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+  expect(await retry.json()).toEqual(first.body);
+  const list = await t.request('GET', '/api/v1/nav/addreses', { token });
+  expect(list.body).toHaveLength(1);
+});
