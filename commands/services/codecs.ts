@@ -58,7 +58,7 @@ const optional = {
     ),
     {
       type: 'array',
-      items: { type: 'string', minLength: 1, maxLength: 100 },
+      items: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
       maxItems: MAX_SERVICE_TYPES,
       description: `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,
     },

@@ -68,7 +68,8 @@ const Languages = describeSchema(
       type: 'string',
       minLength: 1,
       maxLength: 35,
-      pattern: '^[^,]*$',
+      // No comma, and not blanks only.
+      pattern: '^[^,]*[^,\\s][^,]*$',
       description: 'A language should have 1 to 35 characters and no comma',
     },
     maxItems: MAX_LANGUAGES,

@@ -340,7 +340,7 @@ describe('GET /openapi.json', () => {
       const { serviceTypes, slots, priceCurrency } = body(path, method);
       expect(serviceTypes).toMatchObject({
         type: 'array',
-        items: { type: 'string', minLength: 1, maxLength: 100 },
+        items: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
         maxItems: 20,
       });
       expect(slots).toMatchObject({ type: 'array', items: { type: 'string' }, maxItems: 500 });
@@ -349,7 +349,7 @@ describe('GET /openapi.json', () => {
     const profile = body('/api/v1/users/{user_id}', 'put');
     expect(profile.languages).toMatchObject({
       type: 'array',
-      items: { type: 'string', minLength: 1, maxLength: 35, pattern: '^[^,]*$' },
+      items: { type: 'string', minLength: 1, maxLength: 35, pattern: '^[^,]*[^,\\s][^,]*$' },
       maxItems: 50,
     });
     expect(profile.email).toMatchObject({ type: 'string', maxLength: 254 });

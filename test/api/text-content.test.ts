@@ -141,6 +141,12 @@ it('/openapi.json says it: names have a non-blank pattern, links their rule in a
     user.firstName,
   ])
     expect(name).toMatchObject({ type: 'string', minLength: 1, pattern: '\\S' });
+  expect(body('/api/v1/coach/services', 'post').properties.serviceTypes.items).toMatchObject({
+    pattern: '\\S',
+  });
+  const language = new RegExp(user.languages.items.pattern);
+  expect(['en', 'Swiss German', ' fr '].every((l) => language.test(l))).toBe(true);
+  expect(['', '  ', 'en,de', '\u00a0'].some((l) => language.test(l))).toBe(false);
   expect(user.avatarUrl).toMatchObject({
     type: 'string',
     maxLength: 2000,
