@@ -35,6 +35,7 @@ export function jwtMiddleware(config: Config): Middleware {
     // `nbf` is checked below, allowing for the issuer's clock running ahead of ours: a token issued a
     // moment ago by such an issuer (nbf = iat, a second or two in our future) was refused with 401.
     ...{ ignoreNotBefore: true },
+    getToken: bearerToken,
   }) as unknown as Middleware;
   const { maxTtlSeconds } = config.jwt;
   // A token that never expires (or only in years) cannot be taken back once it leaks: it is refused, and
@@ -78,6 +79,15 @@ export function jwtMiddleware(config: Config): Middleware {
     });
   };
 }
+
+/**
+ * The token of `Authorization: Bearer <token>`: the scheme in any case (RFC 9110) and one or more spaces
+ * before the token (RFC 6750's `1*SP`); koa-jwt's own reading took exactly one space, and answered 401 to
+ * `Bearer  <token>`. Anything else is no token (a route that needs one answers 401).
+ */
+const BEARER = /^\s*Bearer +([^\s]+)\s*$/i;
+const bearerToken = (ctx: { header: { authorization?: string } }): string | null =>
+  BEARER.exec(ctx.header.authorization ?? '')?.[1] ?? null;
 
 /** Verified tokens remembered per process (the oldest forgotten first). */
 const VERIFIED_TOKENS = 5_000;

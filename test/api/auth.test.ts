@@ -180,6 +180,44 @@ describe('a token verified before', () => {
   });
 });
 
+describe('the Authorization header', () => {
+  let t: TestSystem;
+  beforeAll(async () => {
+    t = await startTestSystem();
+  });
+  afterAll(() => t.close());
+  const withHeader = (authorization: string) =>
+    fetch(`${t.baseUrl}/api/v1/nav/addreses`, { headers: { authorization } });
+
+  it('takes the scheme in any case and one or more spaces before the token (RFC 6750, RFC 9110)', async () => {
+    const token = t.token(randomUUID(), ['client']);
+    for (const header of [
+      `Bearer ${token}`,
+      `bearer ${token}`,
+      `BEARER ${token}`,
+      `Bearer   ${token}`,
+      `Bearer ${token} `,
+    ])
+      expect([header.slice(0, 12), (await withHeader(header)).status]).toEqual([header.slice(0, 12), 200]);
+  });
+
+  it('refuses another scheme, a missing token or two tokens with 401 in the error shape', async () => {
+    const token = t.token(randomUUID(), ['client']);
+    for (const header of [
+      `Basic ${token}`,
+      'Bearer',
+      'Bearer ',
+      `Bearer ${token} ${token}`,
+      `Bearer,${token}`,
+      token,
+    ]) {
+      const res = await withHeader(header);
+      expect([header.slice(0, 12), res.status]).toEqual([header.slice(0, 12), 401]);
+      expect(await res.json()).toMatchObject({ error: 'unauthorized', code: 401 });
+    }
+  });
+});
+
 /** The audit trail's `actor.role` is the role the route admitted the caller under, not the token's first. */
 describe('the role recorded with an event', () => {
   let t: TestSystem;
