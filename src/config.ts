@@ -216,16 +216,50 @@ function jwtPublicKey(env: NodeJS.ProcessEnv): string | undefined {
   return pem;
 }
 
+/**
+ * DATABASE_URL and EVENTSTORE_URL, checked at start: a value pg or the EventStoreDB client cannot read
+ * (`notaurl`, `http://…`) failed later with a stack (`getaddrinfo ENOTFOUND base`), and a rebuild hung on it.
+ * The value is not shown (it may hold the password); its scheme is.
+ */
+function connectionUrl(name: string, raw: string | undefined, schemes: string[], example: string) {
+  if (!raw) return undefined;
+  // pg also takes a Unix socket's directory (`/var/run/postgresql dbname`).
+  if (name === 'DATABASE_URL' && raw.startsWith('/')) return raw;
+  let scheme: string | null = null;
+  try {
+    scheme = new URL(raw).protocol;
+  } catch {
+    // not a URL: said below
+  }
+  if (scheme === null || !schemes.includes(scheme))
+    throw new ConfigError(
+      `${name} must be a URL starting with ${schemes.map((x) => (x === 'socket:' ? x : `${x}//`)).join(' or ')}, e.g. ${example}; got ${
+        scheme ? `scheme "${scheme}"` : 'something that is not a URL'
+      }`,
+    );
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
   return {
     port: port(env),
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: connectionUrl(
+      'DATABASE_URL',
+      env.DATABASE_URL,
+      ['postgres:', 'postgresql:', 'socket:'],
+      'postgres://user:password@db.example.com:5432/coaching',
+    ),
     databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
     databaseConnectTimeoutMs: atLeastOne(env, 'DATABASE_CONNECT_TIMEOUT_MS', 10_000),
-    eventStoreUrl: env.EVENTSTORE_URL || undefined,
+    eventStoreUrl: connectionUrl(
+      'EVENTSTORE_URL',
+      env.EVENTSTORE_URL,
+      ['esdb:', 'esdb+discover:', 'postgres:', 'postgresql:'],
+      'esdb://eventstore:2113?tls=false',
+    ),
     s3: env.S3_ENDPOINT
       ? {
           endpoint: env.S3_ENDPOINT,

@@ -97,3 +97,48 @@ describe('JWT_PUBLIC_KEY', () => {
     }
   });
 });
+
+describe('DATABASE_URL and EVENTSTORE_URL', () => {
+  it('take the URLs pg and the EventStoreDB client read, and nothing means the embedded defaults', () => {
+    for (const good of [
+      'postgres://postgres@127.0.0.1:5432/postgres',
+      'postgresql://user:pw@db.example.com/coaching?sslmode=require',
+      'socket:/var/run/postgresql?db=coaching',
+      '/var/run/postgresql coaching',
+    ])
+      expect(loadConfig({ DATABASE_URL: good }).databaseUrl).toBe(good);
+    for (const good of [
+      'esdb://localhost:2113?tls=false',
+      'esdb+discover://cluster.example.com:2113',
+      'postgres://postgres@127.0.0.1:5432/events',
+    ])
+      expect(loadConfig({ EVENTSTORE_URL: good }).eventStoreUrl).toBe(good);
+    expect(loadConfig({ DATABASE_URL: '', EVENTSTORE_URL: '' })).toMatchObject({
+      databaseUrl: undefined,
+      eventStoreUrl: undefined,
+    });
+  });
+
+  it('refuse anything else at start with one line naming the setting and the scheme, not the value', () => {
+    for (const [name, bad] of [
+      ['DATABASE_URL', 'notaurl'],
+      ['DATABASE_URL', 'http://user:hunter2@db.example.com/x'],
+      ['DATABASE_URL', 'mysql://user:hunter2@db.example.com/x'],
+      ['EVENTSTORE_URL', 'http://foo'],
+      ['EVENTSTORE_URL', 'eventstore:2113'],
+      ['EVENTSTORE_URL', 'esdb//localhost:2113'],
+    ] as const) {
+      let error: unknown;
+      try {
+        loadConfig({ [name]: bad });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      const message = (error as Error).message;
+      expect(message.startsWith(`${name} must be a URL starting with`)).toBe(true);
+      expect(message).not.toContain('hunter2');
+      expect(message).not.toContain('\n');
+    }
+  });
+});
