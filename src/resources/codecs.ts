@@ -209,6 +209,16 @@ export const ReviewOutCodec = closed('Review', {
 
 const LatLng = closed('LatLng', { lat: n, lng: n });
 
+/** A projection's state (projections/runner.ts), in the admin's lag list and GET /healthz. */
+export const ProjectionStateCodec = t.keyof({
+  starting: null,
+  running: null,
+  retrying: null,
+  failed: null,
+  stopped: null,
+  standby: null,
+});
+
 export const SessionOutCodec = closed('Session', {
   id: uuid,
   name: s,
@@ -561,14 +571,7 @@ export const ProjectionLagCodec = closedWith(
   {
     name: s,
     // standby: a process manager another instance runs (it holds the lease); its lag is measured there.
-    state: t.keyof({
-      starting: null,
-      running: null,
-      retrying: null,
-      failed: null,
-      stopped: null,
-      standby: null,
-    }),
+    state: ProjectionStateCodec,
     position: nullable(s),
     // null while the event store does not answer (the lag cannot be measured then)
     lagEvents: nullable(n),

@@ -36,14 +36,7 @@ const HealthProjection = t.exact(
   t.intersection([
     t.type({
       name: t.string,
-      state: t.keyof({
-        starting: null,
-        running: null,
-        retrying: null,
-        failed: null,
-        stopped: null,
-        standby: null,
-      }),
+      state: A.ProjectionStateCodec,
       position: t.union([t.exact(t.type({ commit: t.string, prepare: t.string })), t.null]),
       mode: t.keyof({ live: null, 'catch-up': null }),
       queued: A.int,
