@@ -15,7 +15,10 @@ if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(user
 const roles = (rolesArg ?? 'client').split(',') as Role[];
 const unknown = roles.filter((r) => !ROLES.includes(r));
 if (unknown.length) {
-  console.error(`unknown role(s): ${unknown.join(', ')}; known: ${ROLES.join(', ')}`);
+  // Quoted, so an empty name (`client,` or `client,,coach`) shows as "" rather than as nothing.
+  console.error(
+    `unknown role(s): ${unknown.map((r) => JSON.stringify(r)).join(', ')}; known: ${ROLES.join(', ')}`,
+  );
   process.exit(2);
 }
 // The .env the service reads (src/main.ts), so the token is signed with the secret the service checks.

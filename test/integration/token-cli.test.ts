@@ -97,4 +97,13 @@ describe('npm run token', () => {
       expect(run.stderr).toContain(`not a user id: ${args[0]}`);
     }
   });
+
+  it('names every role it does not know, an empty one (a trailing comma) too, exit 2', () => {
+    fs.rmSync(path.join(tmp, '.env'), { force: true });
+    const run = spawnToken(['-', 'client,,root']);
+    expect([run.status, run.stdout]).toEqual([2, '']);
+    expect(run.stderr.trim()).toBe(
+      'unknown role(s): "", "root"; known: client, coach, admin, service, auditor',
+    );
+  });
 });
