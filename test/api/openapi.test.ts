@@ -562,6 +562,35 @@ describe('/openapi.json read by a client generator', () => {
   });
 });
 
+describe('request and correlation ids', () => {
+  it('declares the X-Request-Id answer header on every answer of every operation', () => {
+    const without: string[] = [];
+    for (const [path, ops] of Object.entries<any>(document.paths))
+      for (const [method, op] of Object.entries<any>(ops))
+        for (const [status, res] of Object.entries<any>(op.responses))
+          if (res.headers?.['X-Request-Id']?.$ref !== '#/components/headers/RequestId')
+            without.push(`${method} ${path} ${status}`);
+    expect(without).toEqual([]);
+    expect(document.components.headers.RequestId.schema).toEqual({ type: 'string', maxLength: 100 });
+    expect(document.info.description).toContain('X-Request-Id');
+    expect(document.info.description).toContain('X-Correlation-Id');
+  });
+
+  it('echoes a sane X-Request-Id on answers of every kind and makes up a uuid for any other', async () => {
+    const ok = await t.request('GET', '/healthz', { headers: { 'X-Request-Id': 'trace_1-A' } });
+    expect(ok.headers.get('x-request-id')).toBe('trace_1-A');
+    const denied = await t.request('GET', '/api/v1/notifications', { headers: { 'X-Request-Id': 'r-401' } });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('x-request-id')).toBe('r-401');
+    for (const given of ['has space', 'x'.repeat(101), 'semi;colon', ''])
+      expect(
+        (await t.request('GET', '/healthz', { headers: { 'X-Request-Id': given } })).headers.get(
+          'x-request-id',
+        ),
+      ).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
 describe('GET /docs', () => {
   it('renders the document with Swagger UI served by the service itself (no CDN)', async () => {
     const page = await fetch(`${t.baseUrl}/docs`);

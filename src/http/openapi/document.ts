@@ -271,7 +271,9 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
           'Generated from the code: routes and roles from the routers, schemas from the io-ts codecs the ' +
           'routes decode with. Bearer JWT (`sub` = user uuid, `roles`); the roles a route admits are listed ' +
           'as the scopes of its security requirement. Errors: `ErrorResponse {error, message, code}`; ' +
-          'invalid input is 422 `{detail: [{loc, msg, type}]}`. Commands that honour an `Idempotency-Key` list it among their parameters.',
+          'invalid input is 422 `{detail: [{loc, msg, type}]}`. Commands that honour an `Idempotency-Key` list it among their parameters. ' +
+          'Any request may send `X-Request-Id` (echoed in the answer, recorded as `requestId` on the events it writes) and ' +
+          '`X-Correlation-Id` (recorded as `correlationId`; the request id when absent); each is kept when it is 1-100 letters, digits, `_` or `-`.',
       },
       servers: [{ url: '/' }],
       tags: [...new Set(Object.values(ROUTE_DOCS).map((d) => d.tag))].map((name) => ({
@@ -281,6 +283,14 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
       paths,
       components: {
         schemas: components,
+        headers: {
+          RequestId: {
+            schema: { type: 'string', maxLength: 100 },
+            description:
+              "The request's id: the `X-Request-Id` it was sent with when that is 1-100 letters, digits, `_` or `-`, " +
+              'else a new uuid. It names the request in the log and in the metadata of the events it wrote.',
+          },
+        },
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           metricsToken: {
@@ -366,5 +376,8 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
       content: { 'application/json': { schema: body } },
     };
   }
+  // Every answer carries the request id (src/http/middleware.ts), errors included: the key to its log line.
+  for (const response of Object.values(responses) as { headers?: Record<string, unknown> }[])
+    response.headers = { ...response.headers, 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
   return responses;
 }
