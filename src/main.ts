@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { ConfigError, loadConfig, DEV_JWT_SECRET } from './config';
 import { EmbeddedDatabaseInUseError } from './db/pglite';
+import { isConnectFailure } from './db/unavailable';
+import { EventStoreUnavailableError } from './eventstore/types';
 import { createHttpServer } from './http/server';
 import { createSystem } from './system';
 import { log } from './log';
@@ -64,6 +66,13 @@ async function main() {
 main().catch((err) => {
   if (err instanceof ConfigError || err instanceof EmbeddedDatabaseInUseError)
     log.error('refusing to start', { error: err.message });
+  else if (err instanceof EventStoreUnavailableError)
+    log.error('cannot reach the event store, refusing to start', { error: err.message });
+  else if (isConnectFailure(err))
+    log.error('cannot reach the database, refusing to start', {
+      error: (err as Error).message,
+      code: (err as { code?: string }).code,
+    });
   else log.error('failed to start', { error: err instanceof Error ? err.stack : String(err) });
   process.exit(1);
 });

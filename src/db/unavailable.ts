@@ -20,3 +20,19 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     /^Connection terminated|^timeout exceeded when trying to connect/i.test(text)
   );
 }
+
+/**
+ * Whether a database error at start means "no connection can be had": the server does not answer, the host
+ * is unknown, or the server refuses the login or knows no such database. Named in one line at start, not
+ * as an unknown failure with a stack.
+ */
+export function isConnectFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return (
+    isDatabaseUnavailable(err) ||
+    code === 'ENOTFOUND' ||
+    code === '28P01' || // password authentication failed
+    code === '28000' || // no such role, or pg_hba refuses the client
+    code === '3D000' // no such database
+  );
+}

@@ -1,0 +1,81 @@
+import { fork } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../support/serviceProcess';
+
+/** `src/main.ts` as `npm start` runs it, until it exits: its exit code and what it wrote. */
+async function runMain(env: Record<string, string>) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-start-'));
+  const port = await freePort();
+  const child = fork(path.join(__dirname, '../../src/main.ts'), [], {
+    cwd: dir,
+    execArgv: ['-r', path.join(__dirname, '../support/register-ts.cjs')],
+    env: { PATH: process.env.PATH, PORT: String(port), DATA_DIR: dir, JWT_SECRET: 'x'.repeat(32), ...env },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  fs.rmSync(dir, { recursive: true, force: true });
+  return {
+    code,
+    lines: output
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('"level":"warn"')),
+  };
+}
+
+describe('a database that does not answer at start', () => {
+  it('is named in one log line without a stack trace, and the service exits 1', async () => {
+    const port = await freePort();
+    const { code, lines } = await runMain({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/x` });
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!);
+    expect(line).toMatchObject({ level: 'error', msg: 'cannot reach the database, refusing to start' });
+    expect(line.error).toBe(`connect ECONNREFUSED 127.0.0.1:${port}`);
+    expect(lines[0]).not.toMatch(/\\n\s+at /);
+  }, 60_000);
+
+  it('says so for a database the server does not have, too', async () => {
+    const { code, lines } = await runMain({
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/no_such_database_here',
+    });
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      msg: 'cannot reach the database, refusing to start',
+      error: 'database "no_such_database_here" does not exist',
+      code: '3D000',
+    });
+  }, 60_000);
+
+  it('and for a login the server refuses', async () => {
+    const { code, lines } = await runMain({
+      DATABASE_URL: 'postgres://no_such_role_here@127.0.0.1:5432/postgres',
+    });
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      msg: 'cannot reach the database, refusing to start',
+      error: 'role "no_such_role_here" does not exist',
+      code: '28000',
+    });
+  }, 60_000);
+});
+
+describe('an event store that does not answer at start', () => {
+  it('is named in one log line without a stack trace, and the service exits 1', async () => {
+    const port = await freePort();
+    const { code, lines } = await runMain({ EVENTSTORE_URL: `esdb://127.0.0.1:${port}?tls=false` });
+    expect(code).toBe(1);
+    const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0].msg).toBe('cannot reach the event store, refusing to start');
+    expect(errors[0].error).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
+    expect(errors[0].error).not.toMatch(/\n\s+at /);
+  }, 60_000);
+});
