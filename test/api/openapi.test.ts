@@ -247,6 +247,9 @@ describe('GET /openapi.json', () => {
     // 14 names the new picture or certificate in the X-Media-Id header.
     const media = document.paths['/api/v1/storage/profile/media'].post.responses['200'];
     expect(media.headers['X-Media-Id'].schema).toEqual({ type: 'string', format: 'uuid' });
+    // A replay answers it too (docs/api.md, 1: "the same body and the same X-Media-Id header").
+    expect(media.headers['X-Media-Id'].description).not.toMatch(/not on a replay/);
+    expect(media.headers['X-Media-Id'].description).toMatch(/replay/);
     // A range past the end is 416 with `Content-Range: bytes */<size>`.
     const file = document.paths['/api/v1/storage/files/{key}'].get.responses['416'];
     expect(file.headers['Content-Range'].description).toContain('bytes */<size>');

@@ -232,7 +232,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       'X-Media-Id': {
         schema: { type: 'string', format: 'uuid' },
         description:
-          'The id of the picture or certificate added (`kind` image or certificate; not on a replay)',
+          'The id of the picture or certificate added (`kind` image or certificate); a replay names the same id',
       },
     },
   },
