@@ -19,7 +19,7 @@ import { toFileBase } from '../../src/resources/fileBase';
 import { videoLibrary, type VideoCommand, type VideoLibrary } from './decider';
 import { videoStream, type VideoEvent } from './events';
 
-/** Longest title, as `VideoFields` and the profile media's fields take it (UTF-16 units, like `.length`). */
+/** Longest title, as `VideoFields` and the profile media's fields take it (characters: code points). */
 const MAX_TITLE = 200;
 
 export const VideoFields = strict(
@@ -34,9 +34,11 @@ const VideoIdPath = t.type({ video_id: Uuid });
  * be sent back unchanged in a replace) without splitting a character.
  */
 export function defaultTitle(filename: string): string {
+  // Characters as `boundedString` counts them (code points): a name of 150 emoji is kept whole.
   let title = '';
+  let count = 0;
   for (const ch of filename) {
-    if (title.length + ch.length > MAX_TITLE) break;
+    if (++count > MAX_TITLE) break;
     title += ch;
   }
   return title;

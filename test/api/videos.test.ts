@@ -157,7 +157,8 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     const res = await upload(c.token, [{ name: 'file', ...mp4(), filename: name }]);
     expect(res.status).toBe(200);
     expect(res.body.originFilename).toBe(name);
-    expect(res.body.title).toBe(`${'ü'.repeat(150)}${'😀'.repeat(25)}`);
+    // 200 characters as every length counts them (code points: an emoji is one), not 200 UTF-16 units.
+    expect(res.body.title).toBe(`${'ü'.repeat(150)}${'😀'.repeat(50)}`);
     const again = await send('PUT', `/api/v1/storage/video/${res.body.id}`, c.token, [
       { name: 'title', value: res.body.title },
     ]);
@@ -169,6 +170,10 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(image.status).toBe(200);
     const gallery = await t.request('GET', '/api/v1/storage/profile/media', { token: c.token });
     expect(gallery.body.map((i: { title: string }) => i.title)).toEqual([res.body.title]);
+    // A name of 150 emoji is 150 characters: the whole name is the title, not its first 100 emoji.
+    const emoji = `${'😀'.repeat(150)}.mp4`;
+    const whole = await upload(c.token, [{ name: 'file', ...mp4(), filename: emoji }]);
+    expect(whole.body.title).toBe(emoji);
   });
 
   it('keeps a file name in UTF-8 as browsers send it (not read as Latin-1)', async () => {
