@@ -75,7 +75,9 @@ export async function clientPackagesUntil(
       const expired = now.getTime() > expiresAt;
       if (!expired) until = Math.min(until, expiresAt + 1);
       const remaining = Math.max(0, n - used);
-      const open = remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state);
+      // A package whose every session was declined or canceled books nothing more (package_canceled), also
+      // a free one, whose payment stays received.
+      const open = used > 0 && remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state);
       if (open) openUntil.set(r.service_id, Math.max(openUntil.get(r.service_id) ?? -Infinity, expiresAt));
       return {
         packageId: r.group_id,

@@ -156,10 +156,14 @@ function refusePackage(
     };
   if (!ref.paymentOpen)
     return { code: 'package_canceled', message: "the package's payment was canceled or refunded" };
+  const used = [...state.reservations.values()].filter((r) => r.groupId === ref.groupId).length;
+  // Every session declined or canceled (a completed one stays held): the package is over, though its
+  // payment may stay open a moment (settled by the booking process) or for good (a free one stays received).
+  if (used === 0)
+    return { code: 'package_canceled', message: 'every session of the package was declined or canceled' };
   const expires = packageExpiresAt(pkg, pkg.timezone);
   if (Date.parse(command.now) > expires)
     return { code: 'package_expired', message: 'the package has expired' };
-  const used = [...state.reservations.values()].filter((r) => r.groupId === ref.groupId).length;
   const left_ = pkg.terms.numberOfSessions - used;
   if (command.slots.length > left_)
     return {

@@ -434,6 +434,22 @@ describe('packages booked in several steps (8 with packageId)', () => {
     );
     expect(after.body.packages).toEqual([]);
   });
+
+  it('books nothing more once its last session is canceled, also a free package (whose payment stays received)', async () => {
+    const { client, serviceId, first } = await packageOf({ price: 0 });
+    expect(first).toMatchObject({ paymentState: 'received' });
+    const cancel = await t.request('POST', `/api/v1/session/${first.id}/cancel`, { token: client.token });
+    expect(cancel.status).toBe(200);
+    const again = await book(client.token, serviceId, {
+      slots: ['2026-12-03T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect([again.status, again.body.error]).toEqual([409, 'package_canceled']);
+    // Nor is it offered as a package with sessions left to book.
+    expect(await packagesIn(client.token, serviceId)).toEqual([]);
+    const payment = await t.request('GET', `/api/v1/payment/${first.paymentId}`, { token: client.token });
+    expect(payment.body).toMatchObject({ status: 'received' });
+  });
 });
 
 describe('a package of a service withdrawn after it was sold', () => {
