@@ -297,6 +297,14 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
                 })),
               ]
             : active;
+          // A client holds one seat of a slot: said so also when the slot is full (not merely "not free").
+          const sameClient = active.some(
+            (r) =>
+              r.clientId === command.clientId &&
+              r.serviceId === command.service.id &&
+              instantsOf(r).s === at,
+          );
+          if (sameClient) return left(unavailable(`you already hold ${slot}`));
           // Only the asked slot is checked (by the same rules that list free slots).
           const free = freeSlots(schedule, taken, rules, date, date, now, travel, slot.slice(0, 16))[0];
           if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
@@ -317,10 +325,6 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
                 message: `${slot} starts before the package is paid: until it is, its sessions start from ${new Date(from).toISOString()}`,
               });
           }
-          const sameClient = active.some(
-            (r) => r.clientId === command.clientId && instantsOf(r).s === freeStart,
-          );
-          if (sameClient) return left(unavailable(`you already hold ${slot}`));
           held.push({
             sessionId: command.sessionIds[i]!,
             startsAt: free.startsAt,

@@ -453,6 +453,27 @@ describe('a group session takes place at one place', () => {
     expect(await offered()).toEqual([1, 1, count]);
   });
 
+  it('tells a seat holder it holds the slot also once the slot is full; a canceled seat is taken by the next', async () => {
+    const { serviceId } = await coachWithPlaces({ groupSession: true, maxGroupSize: 2 });
+    const slot = '2026-12-02T14:00:00';
+    const [a, b, c] = [await m.client(), await m.client(), await m.client()];
+    const seatA = await book(a.token, serviceId, { slots: [slot] });
+    expect(seatA.status).toBe(200);
+    expect((await book(b.token, serviceId, { slots: [slot] })).status).toBe(200);
+    const full = await book(c.token, serviceId, { slots: [slot] });
+    expect([full.status, full.body.message]).toEqual([409, `${slot} is not a free slot of this service`]);
+    const again = await book(b.token, serviceId, { slots: [slot] });
+    expect([again.status, again.body]).toEqual([
+      409,
+      { error: 'slot_unavailable', message: `you already hold ${slot}`, code: 409 },
+    ]);
+    expect(
+      (await t.request('POST', `/api/v1/session/${seatA.body[0].id}/cancel`, { token: a.token })).status,
+    ).toBe(200);
+    expect((await book(c.token, serviceId, { slots: [slot] })).status).toBe(200);
+    expect((await book(a.token, serviceId, { slots: [slot] })).status).toBe(409);
+  });
+
   it('leaves a one-on-one session booked before its service became a group one to its client', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
