@@ -418,6 +418,15 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     ]);
     expect(third.status).toBe(422);
     expect(third.body.detail[0]).toMatchObject({ loc: ['body', 'extra'], type: 'extra_forbidden' });
+    // A known file sent twice is refused too, rather than one of the two being kept.
+    const twice = await upload(c.token, [
+      { name: 'file', ...mp4() },
+      { name: 'file', ...mp4() },
+    ]);
+    expect(twice.status).toBe(422);
+    expect(twice.body.detail).toEqual([
+      { loc: ['body', 'file'], msg: 'Unexpected file field', type: 'extra_forbidden' },
+    ]);
     expect(fs.readdirSync(path.join(dataDir.dir, 'uploads'))).toEqual([]);
     const long = await upload(c.token, [
       { name: 'file', ...mp4() },
