@@ -176,6 +176,18 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(whole.body.title).toBe(emoji);
   });
 
+  it("names a stored file by a fresh uuid and the file's extension, lower-cased, or none if it is odd", async () => {
+    const c = coach();
+    const urlOf = async (filename: string) =>
+      (await upload(c.token, [{ name: 'file', ...mp4(), filename }])).body.url as string;
+    expect(await urlOf('Clip.MP4')).toMatch(/^\/api\/v1\/storage\/files\/video_[0-9a-f-]{36}\.mp4$/);
+    for (const odd of ['clip.m p4', 'clip.mp4#x', 'clip.ändern', 'clip.abcdefghijk', 'clip'])
+      expect([odd, await urlOf(odd)]).toEqual([
+        odd,
+        expect.stringMatching(/^\/api\/v1\/storage\/files\/video_[0-9a-f-]{36}$/),
+      ]);
+  });
+
   it('keeps a file name in UTF-8 as browsers send it (not read as Latin-1)', async () => {
     const c = coach();
     const name = 'Über mich – Aufschlag ✓.mp4';
