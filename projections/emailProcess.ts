@@ -51,8 +51,13 @@ export function emailProcess(deps: {
     const event = { type: recorded.type, data: recorded.data } as BookingEvent;
     const notices = sessionNotices(event);
     if (!notices.length) return [];
+    // A package's later sessions are named as loadBooking labels them, in the package's zone (the coach may
+    // have moved the schedule to another zone since): as the approve and cancel e-mails name them.
     const booking =
-      event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
+      event.type === 'SessionsBooked' && event.data.terms.numberOfSessions <= 1
+        ? event.data
+        : ((await loadBooking(store, event.data.groupId)) ??
+          (event.type === 'SessionsBooked' ? event.data : null));
     const out: Delivery[] = [];
     const profiles = await Promise.all(notices.map((n) => loadProfile(store, n.userId)));
     for (const [i, n] of notices.entries()) {

@@ -184,6 +184,17 @@ describe("a package's session booked after the coach changed the schedule's zone
     expect(approvals).toHaveLength(1);
     expect(approvals[0]).toContain('2026-12-03 02:00 (Europe/Berlin)');
     expect(approvals[0]).not.toContain('2026-12-03 10:00 (Europe/Berlin)');
+    // The booking e-mails of the later session name it in the same zone (not in the coach's new one).
+    const bookingMails = fs
+      .readdirSync(outbox)
+      .map((f) => fs.readFileSync(path.join(outbox, f), 'utf8').replace(/=\r?\n/g, ''))
+      .filter((c) => c.includes('X-Coaching-Template: booking') && c.includes('2026-12-03'))
+      .filter((c) => [client, coach].some((u) => c.includes(`To: ${u.id.slice(0, 8)}@`)));
+    expect(bookingMails).toHaveLength(2); // client and coach
+    for (const mail of bookingMails) {
+      expect(mail).toContain('2026-12-03 02:00 (Europe/Berlin)');
+      expect(mail).not.toContain('Asia/Tokyo');
+    }
   });
 
   it("shows the package's expirationDate in the zone it was booked in, as it is enforced", async () => {
