@@ -2,7 +2,7 @@ import { isRight } from 'fp-ts/Either';
 import { calendar, type CalendarCommand } from '../../commands/calendar/decider';
 import type { CalendarEvent, Schedule, SlotsReserved } from '../../commands/calendar/events';
 import { freeSlots, startTimesOf, type SlotRules } from '../../commands/calendar/slots';
-import { greatCircleKm, travelMinutes } from '../../commands/calendar/travel';
+import { greatCircleKm, tooFarMessage, travelMinutes } from '../../commands/calendar/travel';
 import { fold } from '../../src/decider';
 import { bookingTerms } from '../support/marketplace';
 
@@ -18,6 +18,17 @@ describe('travel rule', () => {
     expect(travelMinutes({ lat: 0, lng: 0 }, { lat: 0, lng: 1 / 111.195 })).toBe(5);
     expect(travelMinutes(null, POTSDAM)).toBe(0);
     expect(travelMinutes(BERLIN, null)).toBe(0);
+  });
+
+  it('takes a trip of exactly a day (1440 minutes) each way, and refuses the next 5 minutes', () => {
+    // 1440 minutes at 30 km/h over the 1.3 road factor: 553.85 km, 4.9804 degrees along the equator.
+    const degrees = (km: number) => (km / (2 * Math.PI * 6371.0088)) * 360;
+    const day = travelMinutes({ lat: 0, lng: 0 }, { lat: 0, lng: degrees(553.8) });
+    expect(day).toBe(1440);
+    expect(tooFarMessage(day)).toBeNull();
+    const more = travelMinutes({ lat: 0, lng: 0 }, { lat: 0, lng: degrees(554) });
+    expect(more).toBe(1445);
+    expect(tooFarMessage(more)).toMatch(/1445 minutes .* at most 1440/);
   });
 });
 
