@@ -26,6 +26,14 @@ const PositionText = refine(
   'Input should be a log position as answered by the export, e.g. 1234',
 );
 
+/** An instant (IsoInstant, checked) in nanoseconds since 1970: Date.parse keeps milliseconds only. */
+const nanosOf = (instant: string): bigint => {
+  const below = (/\.\d{3}(\d{1,6})/.exec(instant)?.[1] ?? '').padEnd(6, '0');
+  return BigInt(Date.parse(instant)) * 1_000_000n + BigInt(below);
+};
+/** a / b rounded up (BigInt division rounds toward zero, which is up below zero). */
+const ceilDiv = (a: bigint, b: bigint) => (a % b > 0n ? a / b + 1n : a / b);
+
 /**
  * A stream's events recorded at or before `until`: the longest prefix of them, not a filter. Each event was
  * appended after the ones before it, so if the store's clock stepped back (a failover to a node whose clock
@@ -171,7 +179,12 @@ export function auditQueries(deps: AppDeps): Router {
   // History export: NDJSON in log order, read in pages and written as the client takes it.
   router.get('/api/v1/audit/events', auditor, async (ctx) => {
     const q = decode(ExportQuery, ctx.query, 'query');
-    const from = q.from !== undefined ? Date.parse(q.from) : -Infinity;
+    if (q.from !== undefined && q.to !== undefined && nanosOf(q.to) < nanosOf(q.from))
+      throw new ValidationError([
+        { loc: ['query', 'to'], msg: 'to should not be before from', type: 'value_error' },
+      ]);
+    // recordedAt is to the millisecond: a `from` with digits below it starts at the next millisecond.
+    const from = q.from !== undefined ? Number(ceilDiv(nanosOf(q.from), 1_000_000n)) : -Infinity;
     const to = q.to !== undefined ? Date.parse(q.to) : Infinity;
     const types = q.type ? new Set(q.type.split(',').map((s) => s.trim())) : null;
     // Stream names are lower case (ids are lower-cased uuids): `payment-<UPPER-UUID>` is that payment's prefix.

@@ -369,6 +369,46 @@ describe('history export: GET /api/v1/audit/events', () => {
     expect((await t.request('GET', '/api/v1/audit/events')).status).toBe(401);
     expect((await t.request('GET', '/api/v1/audit/events', { token: w.coach.token })).status).toBe(403);
   });
+
+  it('refuses a window whose `to` is before its `from`, rather than answering an empty history', async () => {
+    const res = await t.request(
+      'GET',
+      '/api/v1/audit/events?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z',
+      { token: auditor },
+    );
+    expect([res.status, res.body.detail?.[0]?.loc]).toEqual([422, ['query', 'to']]);
+    // One instant for both is a window of that instant.
+    const same = await t.request(
+      'GET',
+      '/api/v1/audit/events?from=2026-12-01T00:00:00%2B01:00&to=2026-11-30T23:00:00Z',
+      { token: auditor },
+    );
+    expect(same.status).toBe(200);
+  });
+
+  it('keeps `from` inclusive on recordedAt when it has digits below the millisecond', async () => {
+    await settled();
+    const all = lines(
+      await (
+        await fetch(`${t.baseUrl}/api/v1/audit/events`, { headers: { authorization: `Bearer ${auditor}` } })
+      ).text(),
+    );
+    const e = all[Math.floor(all.length / 2)];
+    // recordedAt is to the millisecond: `from` half a millisecond after it is after it, `to` is not before it.
+    const later = (e.recordedAt as string).replace('Z', '5Z');
+    const get = async (q: string) =>
+      lines(
+        await (
+          await fetch(`${t.baseUrl}/api/v1/audit/events?${q}=${encodeURIComponent(later)}`, {
+            headers: { authorization: `Bearer ${auditor}` },
+          })
+        ).text(),
+      );
+    const from = await get('from');
+    expect(from.map((x) => x.eventId)).not.toContain(e.eventId);
+    expect(from.every((x) => Date.parse(x.recordedAt) > Date.parse(e.recordedAt))).toBe(true);
+    expect((await get('to')).map((x) => x.eventId)).toContain(e.eventId);
+  });
 });
 
 describe('secrets in audit answers', () => {
