@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
 import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
-import { busy, notFound } from '../../src/http/errors';
+import { busy, HttpError, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
@@ -76,13 +76,28 @@ export function paymentCommands(deps: AppDeps): Router {
     const userId = decode(UserIdPath, ctx.params, 'path').user_id.toLowerCase();
     const body = decode(PaymentUpdateBody, ctx.request.body, 'body');
     const tag = ctx.state.idempotencyTag as string | undefined;
-    const found = await newestOpenPayment(deps.store, userId, {
+    const origin = {
       ...(body.providerEventId !== undefined ? { providerEventId: body.providerEventId } : {}),
       ...(tag !== undefined ? { idempotencyTag: tag } : {}),
-    });
-    if (found === 'none') throw notFound('payment_not_found', 'the user has no open payment');
-    if (found === 'pending') throw busy("the user's newest payment is still being created; retry shortly");
-    ctx.body = await update(ctx, found.paymentId, body);
+    };
+    let refused: { paymentId: string; error: unknown } | null = null;
+    for (let attempt = 0; ; attempt++) {
+      const found = await newestOpenPayment(deps.store, userId, origin);
+      // The payment the update was refused for is still the newest open one: that refusal is the answer.
+      if (refused && typeof found !== 'string' && found.paymentId === refused.paymentId) throw refused.error;
+      if (found === 'none') throw notFound('payment_not_found', 'the user has no open payment');
+      if (found === 'pending') throw busy("the user's newest payment is still being created; retry shortly");
+      try {
+        ctx.body = await update(ctx, found.paymentId, body);
+        return;
+      } catch (err) {
+        // Refused because another update closed the chosen payment after it was found (two provider events
+        // for the user at once): the update goes to the newest open payment, as it would a moment later.
+        // A repeat of an update applied before is not refused (it answers its payment), so it never moves on.
+        if (!(err instanceof HttpError && err.error === 'invalid_transition') || attempt >= 4) throw err;
+        refused = { paymentId: found.paymentId, error: err };
+      }
+    }
   });
   return router;
 }

@@ -537,3 +537,83 @@ describe('endpoint 17: a provider event delivered twice at once', () => {
     }
   });
 });
+
+describe('endpoint 17: two different provider events for one user at once', () => {
+  it("moves the user's next open payment when the one it chose was closed by the other meanwhile", async () => {
+    const now = new Date(T0);
+    const race = { target: '', reads: 0 };
+    const service = randomUUID();
+    const { t, inner, close } = await systemOnSteppedStore(now, (store) => ({
+      // Another event (evt_other) cancels the newest payment right after this request chose it.
+      async readStream(streamName, opts) {
+        if (race.target && streamName === paymentStream(race.target) && ++race.reads === 2) {
+          const { events } = await store.readStream(streamName);
+          const created = events[0]!.data as { groupId: string };
+          await store.append(streamName, [
+            {
+              type: 'PaymentStatusChanged',
+              data: {
+                paymentId: race.target,
+                groupId: created.groupId,
+                from: 'awaiting',
+                to: 'canceled',
+                at: now.toISOString(),
+                reason: 'provider',
+                providerEventId: 'evt_other',
+              },
+              metadata: { actor: { userId: service, role: 'service' } },
+            },
+          ]);
+        }
+        return store.readStream(streamName, opts);
+      },
+    }));
+    try {
+      const clientId = randomUUID();
+      const create = async (createdAt: string) => {
+        const p = {
+          paymentId: randomUUID(),
+          groupId: randomUUID(),
+          status: 'awaiting' as const,
+          price: 49.5,
+          currency: 'EUR',
+          methodId: 2,
+          method: 'card',
+          coachId: randomUUID(),
+          clientId,
+          serviceId: randomUUID(),
+          expiresAt: new Date(T0 + HOUR).toISOString(),
+          createdAt,
+        };
+        await inner.append(clientBookingsStream(clientId), [
+          { type: 'BookingListed', data: { ...p, sessionIds: [], bookedAt: createdAt } },
+        ]);
+        await inner.append(paymentStream(p.paymentId), [{ type: 'PaymentCreated', data: p }]);
+        return p;
+      };
+      let at = T0;
+      for (const body of [
+        { status: 'canceled', providerEventId: 'evt_mine' },
+        { status: 'canceled' }, // no event id: the newest open payment when it is decided, too
+      ]) {
+        race.target = '';
+        const older = await create(new Date((at += 1000)).toISOString());
+        const newer = await create(new Date((at += 1000)).toISOString());
+        race.target = newer.paymentId;
+        race.reads = 0;
+        const res = await t.request('POST', `/api/v1/payment/private/user/${clientId}/update`, {
+          token: t.token(service, ['service']),
+          body,
+        });
+        expect(race.reads).toBeGreaterThanOrEqual(2);
+        // Sent a moment later it would have found the older payment the newest open one: so it does now.
+        // Before, it was 409 invalid_transition (canceled -> canceled) while the user had an open payment.
+        expect([res.status, res.body.serviceId]).toEqual([200, older.serviceId]);
+        const { events } = await inner.readStream(paymentStream(older.paymentId));
+        expect(events.map((e) => (e.data as { to?: string }).to)).toEqual([undefined, 'canceled']);
+      }
+    } finally {
+      await close();
+    }
+  });
+});
