@@ -453,6 +453,21 @@ describe('a group session takes place at one place', () => {
     expect(await offered()).toEqual([1, 1, count]);
   });
 
+  it("shares seats at the client's place: availability asked with that lat/lng counts them, with its travel", async () => {
+    const { serviceId } = await coachWithPlaces({ groupSession: true, maxGroupSize: 3 });
+    const slot = '2026-12-02T12:00:00';
+    const first = await book((await m.client()).token, serviceId, { slots: [slot], position: POTSDAM });
+    expect([first.status, first.body[0].minutesTravel]).toEqual([200, 75]);
+    const res = await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02&lat=${POTSDAM.lat}&lng=${POTSDAM.lng}`,
+    );
+    expect(res.body.minutesTravel).toBe(75);
+    expect(res.body.slots).toContainEqual(expect.objectContaining({ slot, remainingSeats: 2 }));
+    const second = await book((await m.client()).token, serviceId, { slots: [slot], position: POTSDAM });
+    expect([second.status, second.body[0].minutesTravel]).toEqual([200, 75]);
+  });
+
   it('tells a seat holder it holds the slot also once the slot is full; a canceled seat is taken by the next', async () => {
     const { serviceId } = await coachWithPlaces({ groupSession: true, maxGroupSize: 2 });
     const slot = '2026-12-02T14:00:00';
