@@ -256,7 +256,7 @@ export const IsoInstant = describeSchema(
     plusOfOffset,
     (s) => ISO_INSTANT.test(s) && isCalendarDate(s.slice(0, 10)) && !Number.isNaN(Date.parse(s)),
     'iso_instant',
-    'Input should be an ISO 8601 instant with a zone, e.g. 2026-03-03T14:00:00Z',
+    `Input should be an ISO 8601 instant with a zone on a real calendar day in the years ${MIN_YEAR} to ${MAX_YEAR}, e.g. 2026-03-03T14:00:00Z`,
   ),
   { type: 'string', format: 'date-time' },
 );

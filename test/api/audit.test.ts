@@ -189,6 +189,13 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
     expect((await audit(path, w.client.token)).status).toBe(403);
     expect((await audit(path, t.token(randomUUID(), ['admin']))).status).toBe(200);
     expect((await audit(`${path}?at=2026-01-01T00:00:00Z&revision=1`)).status).toBe(422);
+    // An instant past the years the service takes says so, rather than that it is no ISO 8601 instant.
+    const far = await audit(`${path}?at=2999-01-01T00:00:00Z`);
+    expect([far.status, far.body.detail[0].loc, far.body.detail[0].msg]).toEqual([
+      422,
+      ['query', 'at'],
+      expect.stringContaining('1900 to 2200'),
+    ]);
     expect((await audit(`/api/v1/audit/streams/payment-${randomUUID()}`)).body.error).toBe(
       'stream_not_found',
     );
