@@ -78,6 +78,11 @@ export async function readMultipart(
 }> {
   if (!ctx.is('multipart/form-data'))
     throw new HttpError(415, 'unsupported_media_type', 'send the upload as multipart/form-data');
+  // An empty boundary (`boundary=`) is no boundary (RFC 2046: 1 to 70 characters), yet busboy reads the body
+  // with it as holding no parts: a replace sent so answered 200 and changed nothing.
+  const boundary = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(ctx.get('content-type'));
+  if (boundary && !(boundary[1] ?? boundary[2]))
+    throw new HttpError(400, 'bad_request', 'malformed multipart body (the boundary is empty)');
   const upload = multer({
     storage: multer.diskStorage({ destination: opts.tmpDir }),
     ...UTF8_FILENAMES,

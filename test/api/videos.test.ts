@@ -398,6 +398,35 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(await list(c.token)).toEqual([]);
   });
 
+  it('answers 400 for a malformed multipart body, also one whose boundary is empty (it read no parts)', async () => {
+    const c = coach();
+    const id = await uploadOk(c.token, 'kept');
+    const before = await list(c.token);
+    const body = Buffer.from(
+      '--b0undary\r\nContent-Disposition: form-data; name="title"\r\n\r\nrenamed\r\n--b0undary--\r\n',
+    );
+    const malformed = {
+      status: 400,
+      body: { error: 'bad_request', message: expect.stringMatching(/^malformed multipart body/), code: 400 },
+    };
+    // A replace whose body was read as no parts answered 200 and renamed nothing.
+    for (const [contentType, sent] of [
+      ['multipart/form-data; boundary=', body],
+      ['multipart/form-data; boundary=""', body],
+      ['multipart/form-data', body],
+      ['multipart/form-data; boundary=other', body],
+      ['multipart/form-data; boundary=b0undary', Buffer.from('hello')],
+    ] as const) {
+      const res = await fetch(`${t.baseUrl}/api/v1/storage/video/${id}`, {
+        method: 'PUT',
+        body: sent,
+        headers: { authorization: `Bearer ${c.token}`, 'content-type': contentType },
+      });
+      expect([contentType, { status: res.status, body: await res.json() }]).toEqual([contentType, malformed]);
+    }
+    expect(await list(c.token)).toEqual(before);
+  });
+
   it('refuses a file over the size limit with 413 and keeps no part of it', async () => {
     const c = coach();
     const res = await upload(c.token, [{ name: 'file', ...mp4(LIMIT + 1) }]);
