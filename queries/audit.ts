@@ -193,10 +193,15 @@ export function auditQueries(deps: AppDeps): Router {
     const head = await deps.store.headPosition();
     const store = deps.store;
     const log = deps.log;
+    // The first page is read before the answer starts: a store away at that moment is a 503 to retry, not a
+    // connection closed without an answer.
+    const start = q.after !== undefined ? parsePosition(q.after) : START;
+    let first: RecordedEvent[] | undefined = await store.readAll(start, EXPORT_PAGE);
     async function* lines() {
-      let after = q.after !== undefined ? parsePosition(q.after) : START;
+      let after = start;
       for (;;) {
-        const page = await store.readAll(after, EXPORT_PAGE);
+        const page = first ?? (await store.readAll(after, EXPORT_PAGE));
+        first = undefined;
         let chunk = '';
         for (const e of page) {
           if (comparePositions(e.position, head) > 0) {

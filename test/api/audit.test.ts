@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { eventually, marketplace } from '../support/marketplace';
+import { EventStoreUnavailableError } from '../../src/eventstore/types';
 import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
 let t: TestSystem;
@@ -391,6 +392,18 @@ describe('history export: GET /api/v1/audit/events', () => {
       { token: auditor },
     );
     expect(same.status).toBe(200);
+  });
+
+  it('answers 503 when the event store is away as the export starts, before any line (not a 500)', async () => {
+    const { store } = t.system.deps;
+    const readAll = store.readAll;
+    store.readAll = () => Promise.reject(new EventStoreUnavailableError(new Error('connection refused')));
+    try {
+      const res = await t.request('GET', '/api/v1/audit/events', { token: auditor });
+      expect([res.status, res.body?.error]).toEqual([503, 'service_unavailable']);
+    } finally {
+      store.readAll = readAll;
+    }
   });
 
   it('keeps `from` inclusive on recordedAt when it has digits below the millisecond', async () => {
