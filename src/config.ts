@@ -46,6 +46,8 @@ export interface Config {
    * `allowLoopback` lets channels name http:// and loopback/private addresses (tests, local development).
    */
   webhooks: { signingKey: string | null; usingDevKey: boolean; allowLoopback: boolean };
+  /** Origins whose browser apps may call the API (`CORS_ORIGINS`; `*`: any); none: no CORS headers. */
+  corsOrigins: string[];
   /** This instance's name among several (`INSTANCE_ID`, else host and pid); each start adds a suffix. */
   instanceName: string;
   /** A process manager's lease lasts this long unrenewed: the longest its work waits when its owner dies. */
@@ -192,6 +194,34 @@ function smtpUrl(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
+ * CORS_ORIGINS: the origins browser apps call the API from (`https://app.example.com`, comma-separated), or
+ * `*`. An origin is a scheme, a host and a port, nothing after: a browser sends exactly that, so a path or a
+ * trailing slash would never match, and is refused at start rather than failing every call of the app.
+ */
+function corsOrigins(env: NodeJS.ProcessEnv): string[] {
+  const given = (env.CORS_ORIGINS ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  for (const origin of given) {
+    if (origin === '*') continue;
+    let url: URL | null = null;
+    try {
+      url = new URL(origin);
+    } catch {
+      // said below
+    }
+    if (!url || !['http:', 'https:'].includes(url.protocol) || url.origin !== origin)
+      throw new ConfigError(
+        `CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port] in lower case, no path or trailing slash${
+          url && ['http:', 'https:'].includes(url.protocol) ? `: ${url.origin}?` : ''
+        }), nor *`,
+      );
+  }
+  return given;
+}
+
+/**
  * JWT_PUBLIC_KEY: an RSA public key in PEM (tokens are RS256), read at start. One OpenSSL could not read
  * stopped the service after it had opened the database, with "error:1E08010C:DECODER routines::unsupported"
  * and a stack; another kind of key (EC) started it and refused every token.
@@ -293,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxUploadBytes: atLeastOne(env, 'MAX_UPLOAD_BYTES', 200 * 1024 * 1024),
     metricsToken: env.METRICS_TOKEN || undefined,
     webhooks: webhookConfig(env),
+    corsOrigins: corsOrigins(env),
     instanceName: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
     leaseTtlMs: Math.max(1000, positiveInt(env, 'LEASE_TTL_MS', 5000)),
   };

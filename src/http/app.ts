@@ -7,6 +7,7 @@ import { jsonBody } from './jsonBody';
 import { inputHygiene } from './hygiene';
 import { takesMultipart } from './multipart';
 import { HttpError } from './errors';
+import { cors } from './cors';
 import { routers } from '../routes';
 import { metricsRoutes, recognizeMetricsToken } from './metricsRoute';
 import { openApiRoutes } from './openapi/serve';
@@ -21,6 +22,7 @@ export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, once, without leaking to the client
   app.use(requestContext(deps.log));
+  app.use(cors(deps.config.corsOrigins));
   app.use(deps.metrics.http);
   app.use(errorHandler(deps.log));
   const apiRouters = routers(deps);

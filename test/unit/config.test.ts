@@ -142,3 +142,31 @@ describe('DATABASE_URL and EVENTSTORE_URL', () => {
     }
   });
 });
+
+describe('CORS_ORIGINS', () => {
+  it('takes origins (scheme, host, port) and *, comma-separated; unset or blank is none', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ORIGINS: ' ' }).corsOrigins).toEqual([]);
+    expect(
+      loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,,http://[::1]:8080' })
+        .corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://localhost:5173', 'http://[::1]:8080']);
+    expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+  });
+
+  it('refuses at start what a browser never sends as an origin, saying the origin it may have meant', () => {
+    for (const bad of [
+      'https://app.example.com/',
+      'https://app.example.com/app',
+      'https://App.Example.com',
+      'https://app.example.com:443',
+      'app.example.com',
+      'ftp://app.example.com',
+      'null',
+    ])
+      expect(() => loadConfig({ CORS_ORIGINS: bad })).toThrow(ConfigError);
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/' })).toThrow(
+      'CORS_ORIGINS: "https://app.example.com/" is not an origin (scheme://host[:port] in lower case, no path or trailing slash: https://app.example.com?), nor *',
+    );
+  });
+});
