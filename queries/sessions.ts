@@ -113,18 +113,33 @@ export function sessionQueries(deps: AppDeps): Router {
     const bookedHere = (e: { type: string; data: unknown }) =>
       e.type === 'SessionsBooked' &&
       (e.data as { sessions: { sessionId: string }[] }).sessions.some((x) => x.sessionId === id);
+    const concerns = (e: { type: string; data: unknown }) =>
+      bookedHere(e) || (e.data as { sessionId?: string }).sessionId === id;
     let stateAt: string | null = null;
+    let last: (typeof upTo)[number] | undefined;
     for (const e of upTo) {
-      const d = e.data as { sessionId?: string };
-      if (bookedHere(e) || d.sessionId === id) stateAt = STATES[e.type] ?? stateAt;
+      if (!concerns(e)) continue;
+      stateAt = STATES[e.type] ?? stateAt;
+      last = e;
     }
     ctx.body = {
       sessionId: id,
       groupId: s.groupId,
       at: at ? new Date(until).toISOString() : null, // as UTC, like the payment and stream audits
       stateAt,
+      // Who made the session's last change by `at`, and why (a decline's, a cancellation's or a dispute's
+      // reason), as the payment audit's `lastChange` says it; a review counts as a change.
+      lastChange: last
+        ? {
+            eventId: last.id,
+            type: last.type,
+            at: last.createdAt.toISOString(),
+            reason: (last.data as { reason?: string }).reason ?? null,
+            actor: last.metadata.actor ?? null,
+          }
+        : null,
       events: events
-        .filter((e) => bookedHere(e) || (e.data as { sessionId?: string }).sessionId === id)
+        .filter(concerns)
         // As every audit shows an event (eventId for its correlation chain, its log position), plus the
         // `id` and `createdAt` this answer had before.
         .map((e) => ({ id: e.id, ...eventOut(e), createdAt: e.createdAt.toISOString() })),

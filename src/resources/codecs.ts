@@ -486,6 +486,15 @@ export const SessionAuditCodec = closed('SessionAudit', {
   groupId: s,
   at: nullable(s),
   stateAt: nullable(s),
+  lastChange: nullable(
+    closed('SessionLastChange', {
+      eventId: s,
+      type: s,
+      at: s,
+      reason: nullable(s),
+      actor: nullable(EventActor),
+    }),
+  ),
   events: t.array(t.intersection([AuditEvent, t.type({ id: s })])),
 });
 

@@ -221,6 +221,42 @@ describe('session lifecycle', () => {
       (await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: coach.token })).status,
     ).toBe(403);
   });
+  it('tells auditors who made the last change of a session and why, as of the instant asked', async () => {
+    const { coach, client, session } = await booked();
+    await act(coach.token, session.id, 'approve');
+    const approvedBy = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    await act(client.token, session.id, 'cancel', { reason: 'ill, sorry' });
+    const auditor = t.token(randomUUID(), ['auditor']);
+    const now = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: auditor });
+    const canceled = now.body.events.at(-1);
+    expect(now.body.stateAt).toBe('canceled');
+    expect(now.body.lastChange).toEqual({
+      eventId: canceled.eventId,
+      type: 'SessionCanceled',
+      at: canceled.recordedAt,
+      reason: 'ill, sorry',
+      actor: { userId: client.id, role: 'client' },
+    });
+    const then = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events?at=${approvedBy}`, {
+      token: auditor,
+    });
+    expect(then.body.stateAt).toBe('approved');
+    expect(then.body.lastChange).toMatchObject({
+      type: 'SessionApproved',
+      reason: null,
+      actor: { userId: coach.id, role: 'coach' },
+    });
+    const before = await t.request(
+      'GET',
+      `/api/v1/audit/sessions/${session.id}/events?at=2000-01-01T00:00:00Z`,
+      {
+        token: auditor,
+      },
+    );
+    expect(before.body).toMatchObject({ stateAt: null, lastChange: null });
+  });
+
   it("finds a coach's session on the kept calendar, not by reading the coach's whole history each time", async () => {
     const { coach, session } = await booked();
     const other = await booked();
@@ -267,6 +303,15 @@ describe('bookings follow their payment, and heal after a crash', () => {
       (x) => x.state === 'canceled',
     );
     expect(s).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
+    // An auditor sees that the system did it, and why.
+    const audit = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, {
+      token: t.token(randomUUID(), ['auditor']),
+    });
+    expect(audit.body.lastChange).toMatchObject({
+      type: 'SessionCanceled',
+      reason: 'payment_canceled',
+      actor: { userId: '00000000-0000-0000-0000-000000000000', role: 'system' },
+    });
     expect(
       await eventually(
         () => freeSlots(serviceId),
