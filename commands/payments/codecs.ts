@@ -1,6 +1,13 @@
 import * as t from 'io-ts';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
-import { boundedString, FreeJsonObject, strict, Uuid } from '../../src/http/validation';
+import {
+  boundedString,
+  finiteNumberIn,
+  FreeJsonObject,
+  intIn,
+  strict,
+  Uuid,
+} from '../../src/http/validation';
 import { PAYMENT_STATUSES, type PaymentStatus } from './events';
 
 const isStatus = (u: unknown): u is PaymentStatus =>
@@ -18,13 +25,23 @@ export const PaymentStatusCodec = describeSchema(
   { type: 'string', enum: [...PAYMENT_STATUSES] },
 );
 
-/** Body of endpoints 15 and 17 (not shown in the interface document; see docs/api.md "Payments"). */
+/**
+ * Body of endpoints 15 and 17 (not shown in the interface document; see docs/api.md "Payments"). It may be
+ * the whole `Payment` record the client read, with the new status: the record's other fields are then
+ * checked against the payment (the decider's `expected`), never written.
+ */
 export const PaymentUpdateBody = strict(
   { status: PaymentStatusCodec },
   {
     clientSecret: boundedString(1000),
     checkout: FreeJsonObject,
     providerEventId: boundedString(200, 1),
+    price: finiteNumberIn(0, 1_000_000, 'price'),
+    currency: boundedString(10, 1),
+    methodId: intIn(0, 2 ** 31 - 1, 'methodId'),
+    coachId: Uuid,
+    clientId: Uuid,
+    serviceId: Uuid,
   },
   'PaymentUpdate',
 );

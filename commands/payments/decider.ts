@@ -29,8 +29,13 @@ export interface UpdatePayment {
   clientSecret?: string;
   checkout?: Record<string, unknown>;
   providerEventId?: string;
+  /** Fields of the `Payment` record sent along with the status: each must be the payment's own. */
+  expected?: ExpectedPayment;
   now: string;
 }
+export type ExpectedPayment = Partial<
+  Pick<PaymentRecord, 'price' | 'currency' | 'methodId' | 'coachId' | 'clientId' | 'serviceId'>
+>;
 /** Endpoint 16; and the booking process when every session of the booking is gone. */
 export interface CancelPayment {
   type: 'CancelPayment';
@@ -62,6 +67,27 @@ const invalid = (from: PaymentStatus, to: PaymentStatus) => ({
   code: 'invalid_transition',
   message: `a payment cannot move from ${from} to ${to}`,
 });
+
+/** The first field of `expected` that is not the payment's own (ids and the currency in any case). */
+function mismatch(p: PaymentRecord, expected: ExpectedPayment = {}) {
+  const fields = ['price', 'currency', 'methodId', 'coachId', 'clientId', 'serviceId'] as const;
+  for (const field of fields) {
+    const sent = expected[field];
+    if (sent === undefined) continue;
+    const own = p[field];
+    const same =
+      typeof sent === 'string' && typeof own === 'string'
+        ? sent.toLowerCase() === own.toLowerCase()
+        : sent === own;
+    if (!same)
+      return {
+        code: 'validation',
+        message: `${field} does not match the payment (${String(own)}): an update moves the status only`,
+        locs: [['body', field]],
+      };
+  }
+  return null;
+}
 
 const moved = (
   p: PaymentRecord,
@@ -133,6 +159,8 @@ export const paymentDecider: Decider<PaymentCommand, PaymentEvent, PaymentState>
     switch (command.type) {
       case 'UpdatePayment': {
         const { to, providerEventId, clientSecret, checkout, now } = command;
+        const wrong = mismatch(p, command.expected);
+        if (wrong) return left(wrong);
         if (providerEventId !== undefined) {
           // Redelivery of an event already applied.
           if (state.seenProviderEventIds.includes(providerEventId)) return right([]);

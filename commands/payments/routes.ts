@@ -8,12 +8,20 @@ import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
 import { PaymentIdPath, PaymentUpdateBody, UserIdPath } from './codecs';
-import { paymentDecider, type PaymentCommand } from './decider';
+import { paymentDecider, type ExpectedPayment, type PaymentCommand } from './decider';
 import { paymentStream } from './events';
 import { newestOpenPayment } from './newestOpen';
 
 /** The read models a payment command changes: a later GET (or endpoint 17) sees the write. */
 const PAYMENT_READ_MODELS = ['payments', 'payment_history', 'payment_expiry'];
+
+/** The `Payment` fields a body sent along with its status (the whole record a client read). */
+const expectedOf = ({ price, currency, methodId, coachId, clientId, serviceId }: PaymentUpdateBody) =>
+  Object.fromEntries(
+    Object.entries({ price, currency, methodId, coachId, clientId, serviceId }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  ) as ExpectedPayment;
 
 export function paymentCommands(deps: AppDeps): Router {
   const router = new Router();
@@ -41,6 +49,7 @@ export function paymentCommands(deps: AppDeps): Router {
       ...(body.clientSecret !== undefined ? { clientSecret: body.clientSecret } : {}),
       ...(body.checkout !== undefined ? { checkout: body.checkout } : {}),
       ...(body.providerEventId !== undefined ? { providerEventId: body.providerEventId } : {}),
+      expected: expectedOf(body),
       now: deps.clock().toISOString(),
     });
 

@@ -178,6 +178,47 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     expect(badPath.body.detail[0].loc).toEqual(['path', 'payment_id']);
   });
 
+  it("takes the whole Payment record as the body of 15 and 17 when its fields are the payment's own", async () => {
+    const p = await createPayment();
+    // As a client of the interface document sends it: the Payment it read, with the new status.
+    const read = await update(p.paymentId, { ...payment(p, 'checkout'), currency: 'eur' });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(payment(p, 'checkout'));
+    const viaUser = await t.request('POST', `/api/v1/payment/private/user/${p.clientId}/update`, {
+      token: service,
+      body: { ...payment(p, 'received'), coachId: p.coachId.toUpperCase(), clientSecret: 'cs_1' },
+    });
+    expect(viaUser.status).toBe(200);
+    expect(viaUser.body).toEqual(payment(p, 'received', { clientSecret: 'cs_1' }));
+    // A field that says another payment is refused at that field, and nothing is recorded.
+    const before = await streamLength(p.paymentId);
+    for (const [field, value] of [
+      ['price', 49.49],
+      ['currency', 'USD'],
+      ['methodId', 1],
+      ['coachId', randomUUID()],
+      ['clientId', randomUUID()],
+      ['serviceId', randomUUID()],
+    ] as const) {
+      const res = await update(p.paymentId, { ...payment(p, 'delivered'), [field]: value });
+      expect(res.status).toBe(422);
+      expect(res.body.detail).toEqual([
+        {
+          loc: ['body', field],
+          msg: expect.stringContaining('does not match the payment'),
+          type: 'value_error',
+        },
+      ]);
+    }
+    expect(await streamLength(p.paymentId)).toBe(before);
+    // Their types are checked as the record's: a price as a string, a methodId not an integer.
+    const typed = await update(p.paymentId, { ...payment(p, 'delivered'), price: '49.5', methodId: 2.5 });
+    expect(typed.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([
+      ['body', 'price'],
+      ['body', 'methodId'],
+    ]);
+  });
+
   it('cancels for the service (16) with reason canceled_by_service, and refuses a second cancel', async () => {
     const p = await createPayment();
     const path = `/api/v1/payment/private/payment/${p.paymentId}/cancel`;

@@ -139,6 +139,22 @@ describe('payment decider', () => {
     });
   });
 
+  it("takes an update sent with the payment's own record fields, and refuses one naming another", () => {
+    const own = { price: 50, currency: 'eur', methodId: 1, coachId: created.data.coachId.toUpperCase() };
+    expect(given([created]).when(update('checkout', { expected: own }))).toEqual({
+      _tag: 'Right',
+      right: [changed('awaiting', 'checkout')],
+    });
+    expect(given([created]).when(update('checkout', { expected: { ...own, price: 50.01 } }))).toEqual({
+      _tag: 'Left',
+      left: {
+        code: 'validation',
+        message: 'price does not match the payment (50): an update moves the status only',
+        locs: [['body', 'price']],
+      },
+    });
+  });
+
   it('applies a provider event id once: a redelivery decides nothing', () => {
     const history = [created, changed('awaiting', 'checkout', 'evt_1')];
     expect(given(history).when(update('checkout', { providerEventId: 'evt_1' }))).toEqual({
