@@ -17,6 +17,13 @@ function issueOf(where: Location, err: t.ValidationError): ValidationIssue {
   });
   const leaf = err.context[err.context.length - 1];
   if (err.value === undefined) return { loc, msg: 'Field required', type: 'missing' };
+  // `?limit=1&limit=2` reads as an array: the codec's own message ("Input should be an integer") misleads.
+  if (where === 'query' && loc.length === 2 && Array.isArray(err.value))
+    return {
+      loc,
+      msg: `${String(loc[1])} should be given once, not ${err.value.length} times`,
+      type: `invalid_${(leaf?.type.name ?? 'value').replace(/\W+/g, '_')}`,
+    };
   if (err.message === 'extra_forbidden')
     return { loc, msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
   // A choice names its values, as FastAPI's enum error does: "Input should be 'card', 'cash' or 'bank_transfer'".

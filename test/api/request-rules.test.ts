@@ -413,3 +413,22 @@ describe('a JSON body is read under every JSON media type the service accepts', 
     expect(((await ok.json()) as { firstName: string }).firstName).toBe('Ren\u00e9');
   });
 });
+
+describe('a query parameter sent twice', () => {
+  it('is 422 at that parameter saying it is to be given once, whatever its type', async () => {
+    const client = await m.client();
+    const auditor = t.token(randomUUID(), ['auditor']);
+    for (const [path, token, name] of [
+      ['/api/v1/sessions?limit=1&limit=2', client.token, 'limit'],
+      ['/api/v1/sessions?from=2026-12-01T00:00:00Z&from=2026-12-02T00:00:00Z', client.token, 'from'],
+      ['/api/v1/sessions?as=client&as=coach', client.token, 'as'],
+      ['/api/v1/audit/events?type=A&type=B', auditor, 'type'],
+    ] as const) {
+      const res = await t.request('GET', path, { token });
+      expect({ path, status: res.status }).toEqual({ path, status: 422 });
+      expect(res.body.detail).toEqual([
+        expect.objectContaining({ loc: ['query', name], msg: `${name} should be given once, not 2 times` }),
+      ]);
+    }
+  });
+});
