@@ -112,7 +112,14 @@ export function refine<A, O>(
     (u): u is A => codec.is(u) && pred(u),
     (u, c) => {
       const r = codec.validate(u, c);
-      if (isLeft(r)) return r;
+      // A value of another type (a string for a rating, null for a zone) is told what is expected, not the
+      // codec's name ("Input should be rating"); an element's own failure keeps its place and message.
+      if (isLeft(r))
+        return t.failures(
+          r.left.map((e) =>
+            e.context.length === c.length && e.message === undefined ? { ...e, message: msg } : e,
+          ),
+        );
       return pred(r.right) ? r : t.failure(u, c, msg);
     },
     codec.encode,

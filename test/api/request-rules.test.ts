@@ -432,3 +432,53 @@ describe('a query parameter sent twice', () => {
     }
   });
 });
+
+describe('a value of another type', () => {
+  it('is told what is expected, not the name of the check it failed', async () => {
+    const client = await m.client();
+    const address = { name: 'Home', address: 'Kastanienallee 10, Berlin', lat: 52.5, lng: 13.4 };
+    const cases: [string, string, unknown, (string | number)[], string][] = [
+      [
+        'POST',
+        '/api/v1/nav/addreses',
+        { ...address, lat: 'north' },
+        ['body', 'lat'],
+        'Input should be between -90 and 90',
+      ],
+      [
+        'POST',
+        '/api/v1/nav/addreses',
+        { ...address, zoom: '3' },
+        ['body', 'zoom'],
+        'Input should be between 0 and 25',
+      ],
+      [
+        'PUT',
+        `/api/v1/users/${client.id}`,
+        { timezone: null },
+        ['body', 'timezone'],
+        'Input should be a valid IANA time zone name',
+      ],
+      [
+        'PUT',
+        `/api/v1/users/${client.id}`,
+        { email: true },
+        ['body', 'email'],
+        'Input should be a valid e-mail address',
+      ],
+      [
+        'POST',
+        '/api/v1/notification/event',
+        { notificationIds: [7] },
+        ['body', 'notificationIds', 0],
+        'Input should be a valid UUID',
+      ],
+    ];
+    for (const [method, path, body, loc, msg] of cases) {
+      const token = path.startsWith('/api/v1/users/') ? m.service() : client.token;
+      const res = await t.request(method, path, { token, body });
+      expect({ path, body, status: res.status }).toEqual({ path, body, status: 422 });
+      expect(res.body.detail).toEqual([expect.objectContaining({ loc, msg })]);
+    }
+  });
+});
