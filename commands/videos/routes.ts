@@ -14,6 +14,7 @@ import {
   type UploadedFile,
 } from '../../src/http/multipart';
 import { Uuid, boundedString, decode, refine, strict } from '../../src/http/validation';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { newBlobKey } from '../../src/storage/types';
 import { toFileBase } from '../../src/resources/fileBase';
 import { videoLibrary, type VideoCommand, type VideoLibrary } from './decider';
@@ -46,7 +47,15 @@ export function defaultTitle(filename: string): string {
 
 export const ReorderBody = strict(
   {
-    order: refine(t.array(t.string), (a) => a.length <= 1000, 'order', 'order lists at most 1000 ids'),
+    order: describeSchema(
+      refine(t.array(t.string), (a) => a.length <= 1000, 'order', 'order lists at most 1000 ids'),
+      {
+        type: 'array',
+        items: { type: 'string', format: 'uuid' },
+        maxItems: 1000,
+        description: "The coach's video ids in the new order: each of them once",
+      },
+    ),
   },
   {},
   'VideosOrder',

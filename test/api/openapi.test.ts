@@ -565,6 +565,18 @@ describe('/openapi.json read by a client generator', () => {
   });
 });
 
+describe('the reorder of videos (3)', () => {
+  it('declares its bound on the ids as maxItems, as a generated client checks it', () => {
+    const body =
+      document.paths['/api/v1/storage/videos/order'].put.requestBody.content['application/json'].schema;
+    expect(body.properties.order).toMatchObject({
+      type: 'array',
+      items: { type: 'string', format: 'uuid' },
+      maxItems: 1000,
+    });
+  });
+});
+
 describe('request and correlation ids', () => {
   it('declares the X-Request-Id answer header on every answer of every operation', () => {
     const without: string[] = [];
