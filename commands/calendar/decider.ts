@@ -300,9 +300,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           // A client holds one seat of a slot: said so also when the slot is full (not merely "not free").
           const sameClient = active.some(
             (r) =>
-              r.clientId === command.clientId &&
-              r.serviceId === command.service.id &&
-              instantsOf(r).s === at,
+              r.clientId === command.clientId && r.serviceId === command.service.id && instantsOf(r).s === at,
           );
           if (sameClient) return left(unavailable(`you already hold ${slot}`));
           // Only the asked slot is checked (by the same rules that list free slots).
