@@ -71,6 +71,25 @@ it('reads a stored v1 event as the current version in decider folds, projections
   expect(first.metadata.schemaVersion).toBe(2);
   expect(rest.find((e: { type: string }) => e.type === 'AddressAdded').metadata.schemaVersion).toBe(2);
   expect(audit.body.state.addresses).toHaveLength(2);
+  // The export matches a type by the name and shape answered (the v1 event among them), exactly as spelt.
+  const exported = async (type: string) => {
+    const res = await fetch(
+      `${t.baseUrl}/api/v1/audit/events?stream_prefix=addresses-${userId}&type=${type}`,
+      { headers: { authorization: `Bearer ${t.token(randomUUID(), ['auditor'])}` } },
+    );
+    expect(res.status).toBe(200);
+    return (await res.text())
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  };
+  const lines = await exported('AddressAdded');
+  expect(lines.map((l) => [l.type, l.metadata.schemaVersion])).toEqual([
+    ['AddressAdded', 2],
+    ['AddressAdded', 2],
+  ]);
+  expect(lines[0].data.fields).toEqual(fixture.data.address);
+  expect(await exported('addressadded')).toEqual([]);
   // Stored untouched: upcasting happens on read only.
   if (t.system.deps.store.kind !== 'esdb') {
     const stored = await t.database.db.query<{ data: Record<string, unknown> }>(
