@@ -433,6 +433,17 @@ describe('a query parameter sent twice', () => {
   });
 });
 
+describe('a query parameter the route does not take', () => {
+  it('is ignored, as FastAPI does', async () => {
+    const client = await m.client();
+    const res = await t.request('GET', '/api/v1/sessions?limit=1&bogus=2&form=2026-01-01', {
+      token: client.token,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([]);
+  });
+});
+
 describe('a value of another type', () => {
   it('is told what is expected, not the name of the check it failed', async () => {
     const client = await m.client();
