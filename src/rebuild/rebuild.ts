@@ -342,9 +342,13 @@ async function runRebuild(
   let phaseNow: RebuildProgress['phase'] = 'replay';
   let swapLockMisses = 0;
 
-  await db.query(`CREATE SCHEMA ${ident(shadow)}`);
+  // Created with its label in one transaction: an unlabelled shadow counts as anyone's leftover (one killed
+  // before it was labelled), so a rebuild of another live schema could drop it between the two.
+  await db.transaction(async (tx) => {
+    await tx.query(`CREATE SCHEMA ${ident(shadow)}`);
+    await tx.query(`COMMENT ON SCHEMA ${ident(shadow)} IS ${escapeLiteral(shadowLabel(live))}`);
+  });
   try {
-    await db.query(`COMMENT ON SCHEMA ${ident(shadow)} IS ${escapeLiteral(shadowLabel(live))}`);
     await db.transaction(async (tx) => {
       for (const t of tables) await createShadowTable(tx, live, shadow, t);
     });
