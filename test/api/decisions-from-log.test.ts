@@ -93,6 +93,35 @@ describe('booking decides on the service stream, not the services read model', (
   });
 });
 
+describe('a group made smaller is booked on its new size, read from the service stream', () => {
+  const sys = ownSystem();
+
+  it('refuses the seat the coach took away while the services projection is failed', async () => {
+    const { t, m } = sys;
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { groupSession: true, maxGroupSize: 3 });
+    const book = async () =>
+      t.request('POST', `/api/v1/service/${serviceId}`, {
+        token: (await m.client()).token,
+        body: { slots: [SLOT] },
+      });
+    expect((await book()).status).toBe(200);
+    expect((await book()).status).toBe(200);
+    await breakReadModel(t, 'services');
+    const edit = await t.request('PUT', `/api/v1/coach/services/${serviceId}`, {
+      token: coach.token,
+      body: { maxGroupSize: 2 },
+    });
+    expect(edit.status).toBe(200);
+    await failed(t, 'services');
+    // The read model still offers three seats; the booking decides on two, both taken.
+    expect((await t.request('GET', `/api/v1/service/${serviceId}`)).body).toMatchObject({ maxGroupSize: 3 });
+    const third = await book();
+    expect(third.status).toBe(409);
+    expect(third.body).toMatchObject({ error: 'slot_unavailable' });
+  });
+});
+
 describe("endpoint 17 finds the user's newest open payment on the write side", () => {
   const sys = ownSystem();
 
