@@ -4,7 +4,7 @@ import type { Middleware } from 'koa';
 import type { Config } from '../config';
 import type { Database } from '../db/database';
 import type { Principal } from './auth';
-import { HttpError, ValidationError } from './errors';
+import { busy, HttpError, ValidationError } from './errors';
 import { renderError } from './render';
 import { receivedRequestHash, requestHash } from './requestIdentity';
 
@@ -150,7 +150,7 @@ export function idempotent(
         [scope, key, received, leaseMs],
       );
       if (takenOver.rowCount === 0)
-        throw new HttpError(409, 'conflict', 'a request with this Idempotency-Key is still in progress');
+        throw busy('a request with this Idempotency-Key is still in progress');
     }
 
     const remember = (status: number, body: unknown) => {

@@ -47,9 +47,14 @@ export function errorHandler(log: Logger): Middleware {
       }
       ctx.status = r.status;
       ctx.body = r.body;
+      // "Retry shortly" (a dependency away, contention): said in the header clients and proxies read too.
+      if (r.retryable) ctx.set('Retry-After', RETRY_AFTER_SECONDS);
     }
   };
 }
+
+/** How long a client told to retry (503, 409 `conflict`) waits first: these states last a moment. */
+const RETRY_AFTER_SECONDS = '1';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 

@@ -53,8 +53,11 @@ it('answers 503 service_unavailable while the database is away, and serves again
       { error: 'service_unavailable', message: expect.stringMatching(/database/), code: 503 },
     ]);
     // A keyed command meets it first at its key.
+    // Clients (and proxies) are told when to try again.
+    expect(read.headers.get('retry-after')).toBe('1');
     const write = await keyed('while-away');
     expect([write.status, write.body.error]).toEqual([503, 'service_unavailable']);
+    expect(write.headers.get('retry-after')).toBe('1');
     const health = await t.request('GET', '/healthz');
     expect([health.status, health.body.database.status]).toEqual([503, 'down']);
   } finally {

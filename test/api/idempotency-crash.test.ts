@@ -57,6 +57,7 @@ it('a booking that was stored but never answered: 409 within the lease, then the
   const during = await book(key);
   expect(during.status).toBe(409);
   expect(during.body).toMatchObject({ error: 'conflict', message: expect.stringMatching(/in progress/) });
+  expect(during.headers.get('retry-after')).toBe('1');
 
   await sleep(LEASE_MS + 200);
   const retry = await book(key);

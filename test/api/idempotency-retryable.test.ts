@@ -64,7 +64,9 @@ describeSql('Idempotency-Key and answers that ask for a retry', () => {
     race.left = 0;
     expect(first.status).toBe(409);
     expect(first.body).toMatchObject({ error: 'conflict', message: expect.stringMatching(/retry/) });
+    expect(first.headers.get('retry-after')).toBe('1');
     const retry = await book();
+    expect(retry.headers.get('retry-after')).toBeNull();
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
     const again = await book();
@@ -89,6 +91,7 @@ describeSql('Idempotency-Key and answers that ask for a retry', () => {
     const late = await keyedBy(); // another client, the same slot
     const refused = await late();
     expect(refused.status).toBe(409);
+    expect(refused.headers.get('retry-after')).toBeNull();
     expect(refused.body.error).toBe('slot_unavailable');
     const replayed = await late();
     expect(replayed.status).toBe(409);

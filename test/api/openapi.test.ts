@@ -577,6 +577,24 @@ describe('the reorder of videos (3)', () => {
   });
 });
 
+describe('answers that ask for a retry', () => {
+  it('declare Retry-After on every 503 and 409 of the API (not on /healthz, whose 503 is a report)', () => {
+    const without: string[] = [];
+    for (const [path, ops] of Object.entries<any>(document.paths))
+      for (const [method, op] of Object.entries<any>(ops))
+        for (const status of ['409', '503'])
+          if (op.responses[status] && path !== '/healthz')
+            if (op.responses[status].headers?.['Retry-After']?.$ref !== '#/components/headers/RetryAfter')
+              without.push(`${method} ${path} ${status}`);
+    expect(without).toEqual([]);
+    expect(
+      document.paths['/api/v1/service/{service_id}'].post.responses['409'].headers['Retry-After'],
+    ).toBeDefined();
+    expect(document.paths['/healthz'].get.responses['503'].headers['Retry-After']).toBeUndefined();
+    expect(document.components.headers.RetryAfter.schema).toEqual({ type: 'integer', minimum: 1 });
+  });
+});
+
 describe('request and correlation ids', () => {
   it('declares the X-Request-Id answer header on every answer of every operation', () => {
     const without: string[] = [];

@@ -284,6 +284,13 @@ export function buildOpenApi(routers: Router[], info: { version: string }): Open
       components: {
         schemas: components,
         headers: {
+          RetryAfter: {
+            schema: { type: 'integer', minimum: 1 },
+            description:
+              'Seconds to wait before trying again: on a 503 `service_unavailable` (a database, the event store or ' +
+              'file storage away a moment) and a 409 `conflict` (contention, or the same Idempotency-Key still running); ' +
+              'not on a 409 that is an outcome (a slot taken, a move not allowed).',
+          },
           RequestId: {
             schema: { type: 'string', maxLength: 100 },
             description:
@@ -379,5 +386,11 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
   // Every answer carries the request id (src/http/middleware.ts), errors included: the key to its log line.
   for (const response of Object.values(responses) as { headers?: Record<string, unknown> }[])
     response.headers = { ...response.headers, 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
+  // "Retry shortly" answers say when (src/http/middleware.ts): every 503, and a 409 `conflict`.
+  for (const status of ['409', '503'])
+    if (responses[status] && route.path !== '/healthz')
+      (responses[status] as { headers: Record<string, unknown> }).headers['Retry-After'] = {
+        $ref: '#/components/headers/RetryAfter',
+      };
   return responses;
 }
