@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import { ConfigError, loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { EmbeddedDatabaseInUseError } from '../db/pglite';
-import { isDatabaseUnavailable } from '../db/unavailable';
+import { isConnectFailure } from '../db/unavailable';
+import { EventStoreUnavailableError } from '../eventstore/types';
 import { openDatabase, openEventStore } from '../system';
 import { UPCASTERS, createUpcasterRegistry, withUpcasting } from '../eventstore/upcasting';
 import { createLogger } from '../log';
@@ -73,8 +74,13 @@ async function main() {
 main().catch((err) => {
   const told =
     err instanceof RebuildError || err instanceof EmbeddedDatabaseInUseError || err instanceof ConfigError;
-  // A database that is down or misnamed is the operator's most likely mistake: one line, no stack trace.
-  if (!told && isDatabaseUnavailable(err))
+  // A database that is down or misnamed is the operator's most likely mistake: one line, no stack trace
+  // (also for an unknown host, a refused login or no such database, as the service says them at start).
+  if (!told && err instanceof EventStoreUnavailableError)
+    console.error(
+      `rebuild: the event store cannot be reached (${err.message}); is it running, and is EVENTSTORE_URL right?`,
+    );
+  else if (!told && isConnectFailure(err))
     console.error(
       `rebuild: the database cannot be reached (${(err as Error).message}); is it running, and is DATABASE_URL right?`,
     );

@@ -170,6 +170,27 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
     );
   }, 60_000);
 
+  it('says in one line that the database named does not exist: exit 2, no stack trace', async () => {
+    const url = new URL(database.url!);
+    url.pathname = '/zz_no_such_database';
+    const run = startRebuild(['--verify'], { DATABASE_URL: url.toString() });
+    expect(await run.exit).toBe(2);
+    expect(run.out.join('').trim()).toBe(
+      'rebuild: the database cannot be reached (database "zz_no_such_database" does not exist); is it running, and is DATABASE_URL right?',
+    );
+  }, 60_000);
+
+  it('says in one line that the event store cannot be reached: exit 2, no stack trace', async () => {
+    const run = startRebuild(['--verify'], { EVENTSTORE_URL: 'esdb://127.0.0.1:1?tls=false' });
+    expect(await run.exit).toBe(2);
+    const lines = run.out.join('').trim().split('\n');
+    expect(lines.filter((l) => !l.startsWith('rebuild replay:'))).toEqual([
+      expect.stringMatching(
+        /^rebuild: the event store cannot be reached \(the event store is not answering .*\); is it running, and is EVENTSTORE_URL right\?$/,
+      ),
+    ]);
+  }, 60_000);
+
   it('says in one line which setting it refuses (a JWT_PUBLIC_KEY that is no key): exit 2, no stack trace', async () => {
     const run = startRebuild(['--verify'], { JWT_PUBLIC_KEY: 'garbage' });
     expect(await run.exit).toBe(2);
