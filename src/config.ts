@@ -247,6 +247,42 @@ function jwtPublicKey(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
+ * S3_ENDPOINT: an http:// or https:// URL with a host, checked at start: `minio:9000` or a bare host name
+ * stopped the service after it had opened the database, with the S3 client's error and a stack.
+ */
+function s3Endpoint(raw: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // not a URL: said below
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol) || !url.hostname)
+    throw new ConfigError(
+      `S3_ENDPOINT must be an http:// or https:// URL with a host, e.g. http://minio:9000; got ${
+        url ? `scheme "${url.protocol}" and host "${url.hostname}"` : 'something that is not a URL'
+      }`,
+    );
+  return raw;
+}
+
+/** The HTTP server's timeouts; Node refuses (with a stack, after the database opened) headers > request. */
+function httpTimeouts(env: NodeJS.ProcessEnv): ServerTimeouts {
+  const headersTimeoutMs = positiveInt(env, 'HEADERS_TIMEOUT_MS', 10_000);
+  const requestTimeoutMs = positiveInt(env, 'REQUEST_TIMEOUT_MS', 300_000);
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs)
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs,
+    bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
+    responseIdleTimeoutMs: positiveInt(env, 'RESPONSE_IDLE_TIMEOUT_MS', 60_000),
+  };
+}
+
+/**
  * DATABASE_URL and EVENTSTORE_URL, checked at start: a value pg or the EventStoreDB client cannot read
  * (`notaurl`, `http://…`) failed later with a stack (`getaddrinfo ENOTFOUND base`), and a rebuild hung on it.
  * The value is not shown (it may hold the password); its scheme is.
@@ -292,7 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     s3: env.S3_ENDPOINT
       ? {
-          endpoint: env.S3_ENDPOINT,
+          endpoint: s3Endpoint(env.S3_ENDPOINT),
           accessKey: env.S3_ACCESS_KEY ?? '',
           secretKey: env.S3_SECRET_KEY ?? '',
           bucket: env.S3_BUCKET || 'coaching',
@@ -309,12 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       issuer: env.JWT_ISSUER || undefined,
       audience: env.JWT_AUDIENCE || undefined,
     },
-    http: {
-      headersTimeoutMs: positiveInt(env, 'HEADERS_TIMEOUT_MS', 10_000),
-      requestTimeoutMs: positiveInt(env, 'REQUEST_TIMEOUT_MS', 300_000),
-      bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
-      responseIdleTimeoutMs: positiveInt(env, 'RESPONSE_IDLE_TIMEOUT_MS', 60_000),
-    },
+    http: httpTimeouts(env),
     mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', DEFAULT_MAIL_LEASE_MS),
     mailRetryIntervalMs: positiveInt(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),
     idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),

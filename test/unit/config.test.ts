@@ -170,3 +170,27 @@ describe('CORS_ORIGINS', () => {
     );
   });
 });
+
+describe('S3_ENDPOINT', () => {
+  it('is checked at start: an http:// or https:// URL with a host, else one line naming it (no stack)', () => {
+    for (const good of ['http://minio:9000', 'https://s3.eu-central-1.amazonaws.com'])
+      expect(loadConfig({ S3_ENDPOINT: good }).s3?.endpoint).toBe(good);
+    for (const bad of ['minio:9000', 'localhost', 'ftp://minio:9000'])
+      expect(() => loadConfig({ S3_ENDPOINT: bad })).toThrow(
+        /^S3_ENDPOINT must be an http:\/\/ or https:\/\/ URL with a host/,
+      );
+  });
+});
+
+describe('HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS', () => {
+  it('refuse at start, in one line, a time for the headers longer than for the whole request', () => {
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '5000' })).toThrow(
+      new ConfigError('HEADERS_TIMEOUT_MS (20000) must not exceed REQUEST_TIMEOUT_MS (5000)'),
+    );
+    // 0 is no limit (Node's meaning): any time for the headers fits within it.
+    expect(loadConfig({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '0' }).http).toMatchObject({
+      headersTimeoutMs: 20000,
+      requestTimeoutMs: 0,
+    });
+  });
+});
