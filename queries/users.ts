@@ -3,7 +3,7 @@ import { clientPackages } from './packages';
 import * as t from 'io-ts';
 import type { Queryable } from '../src/db/database';
 import { findProfile } from '../src/readModels/users';
-import { toUserOut } from '../src/resources/user';
+import { guestUserOut, toUserOut } from '../src/resources/user';
 import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
@@ -14,19 +14,26 @@ const hasBooked = async (db: Queryable, coachId: string, clientId: string) =>
   (await db.query('SELECT 1 FROM coach_clients WHERE coach_id = $1 AND client_id = $2', [coachId, clientId]))
     .rows.length > 0;
 
+const hasBookedAnyone = async (db: Queryable, clientId: string) =>
+  (await db.query('SELECT 1 FROM sessions WHERE client_id = $1 LIMIT 1', [clientId])).rows.length > 0;
+
 export function userQueries(deps: AppDeps): Router {
   const router = new Router();
   // 12. A coach reads a client that has booked it; anyone else gets the same 404 as for an unknown id.
   router.get('/api/v1/coach/client/:client_id', authenticated(), async (ctx) => {
     const clientId = decode(t.type({ client_id: Uuid }), ctx.params, 'path').client_id.toLowerCase();
     const caller = currentPrincipal(ctx);
-    const allowed =
-      caller.roles.includes('admin') ||
-      (caller.roles.includes('coach') && (await hasBooked(deps.db, caller.userId, clientId)));
-    const profile = allowed ? await findProfile(deps.db, clientId) : null;
-    if (!profile) throw notFound('user_not_found', 'no such client among your clients');
+    const admin = caller.roles.includes('admin');
+    const booked = admin
+      ? await hasBookedAnyone(deps.db, clientId)
+      : caller.roles.includes('coach') && (await hasBooked(deps.db, caller.userId, clientId));
+    const profile = admin || booked ? await findProfile(deps.db, clientId) : null;
+    // A client may book before it has a profile: it is then shown as a guest, not as unknown.
+    if (!profile && !booked) throw notFound('user_not_found', 'no such client among your clients');
     ctx.body = {
-      ...toUserOut(clientId, profile, profile.type === 'coach' ? await coachRating(deps.db, clientId) : null),
+      ...(profile
+        ? toUserOut(clientId, profile, profile.type === 'coach' ? await coachRating(deps.db, clientId) : null)
+        : guestUserOut(clientId)),
       // Added: the client's packages with this coach (all coaches for an admin) and the sessions left.
       packages: await clientPackages(
         deps.db,

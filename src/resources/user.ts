@@ -1,3 +1,4 @@
+import { DEFAULT_PROFILE } from '../../commands/users/decider';
 import type { UserProfile } from '../../commands/users/events';
 
 /** The interface document's `User`. */
@@ -60,4 +61,14 @@ export const toUserOut = (id: string, p: UserProfile, rating: number | null): Us
   avatarUrl: p.avatarUrl,
   mediaUrl: p.mediaUrl,
   mediaPreviewUrl: p.mediaPreviewUrl,
+});
+
+/**
+ * The User of someone with no profile yet (a signed-in id the profile upsert never named, who may book all
+ * the same): empty defaults, `type` and `roleList` `guest`, as UserProfileOut (14) shows such a user.
+ */
+export const guestUserOut = (id: string): UserOut => ({
+  ...toUserOut(id, { ...DEFAULT_PROFILE, firstName: '', lastName: '', email: '', type: 'client' }, null),
+  roleList: 'guest',
+  type: 'guest',
 });

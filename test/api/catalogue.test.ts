@@ -537,6 +537,56 @@ describe('GET /api/v1/coach/client/{client_id}', () => {
     expect((await t.request('GET', path, { token: admin() })).status).toBe(200);
     expect((await t.request('GET', path)).status).toBe(401);
   });
+
+  it('answers a client who booked without a profile as a guest User, not 404', async () => {
+    const coach = await newCoach();
+    const other = await newCoach();
+    const serviceId = await newService(coach);
+    const guestId = randomUUID(); // a signed-in user that never got a profile: it may book (8)
+    const path = `/api/v1/coach/client/${guestId}`;
+    expect((await t.request('GET', path, { token: admin() })).status).toBe(404);
+    const groupId = randomUUID();
+    await appendAndWait(
+      `booking-${groupId}`,
+      'SessionsBooked',
+      sessionsBookedData({ groupId, coachId: coach.id, clientId: guestId, serviceId }),
+    );
+    const res = await t.request('GET', path, { token: coach.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: guestId,
+      username: '',
+      name: '',
+      surname: '',
+      firstName: '',
+      lastName: '',
+      fullName: '',
+      email: '',
+      phone: '',
+      timezone: 'UTC',
+      rating: null,
+      mediaFilename: '',
+      mediaPreviewFilename: '',
+      mediaType: '',
+      roleList: 'guest',
+      birthDate: null,
+      gender: '',
+      available: true,
+      verified: false,
+      type: 'guest',
+      languages: '',
+      description: '',
+      avatar: '',
+      avatarUrl: '',
+      mediaUrl: '',
+      mediaPreviewUrl: '',
+      packages: [],
+    });
+    expect((await t.request('GET', path, { token: admin() })).status).toBe(200);
+    expect((await t.request('GET', path, { token: other.token })).body).toMatchObject({
+      error: 'user_not_found',
+    });
+  });
 });
 
 describe('reviews and the public coach profile', () => {
