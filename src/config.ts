@@ -346,9 +346,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       audience: env.JWT_AUDIENCE || undefined,
     },
     http: httpTimeouts(env),
-    mailLeaseMs: positiveInt(env, 'MAIL_LEASE_MS', DEFAULT_MAIL_LEASE_MS),
-    mailRetryIntervalMs: positiveInt(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),
-    idempotencyLeaseMs: positiveInt(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
+    // 0 is no "off" here: a claim or key taken over at once (a second send, a request run twice), or a
+    // retry pass every millisecond.
+    mailLeaseMs: atLeastOne(env, 'MAIL_LEASE_MS', DEFAULT_MAIL_LEASE_MS),
+    mailRetryIntervalMs: atLeastOne(env, 'MAIL_RETRY_INTERVAL_MS', 30_000),
+    idempotencyLeaseMs: atLeastOne(env, 'IDEMPOTENCY_LEASE_MS', 30_000),
     consistencyWaitMs: positiveInt(env, 'CONSISTENCY_WAIT_MS', 2000),
     // Checked here: not a number failed every upload with a 500 (the multipart parser refuses NaN); 0 was 413.
     maxUploadBytes: atLeastOne(env, 'MAX_UPLOAD_BYTES', 200 * 1024 * 1024),

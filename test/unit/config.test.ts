@@ -21,6 +21,11 @@ describe('numeric settings', () => {
       expect(() => loadConfig({ [name]: raw })).toThrow(ConfigError);
   });
 
+  it('refuses 0 where it is no "off": a retry job every millisecond, leases that let a second sender or request in at once', () => {
+    for (const name of ['MAIL_RETRY_INTERVAL_MS', 'MAIL_LEASE_MS', 'IDEMPOTENCY_LEASE_MS'])
+      expect(() => loadConfig({ [name]: '0' })).toThrow(new ConfigError(`${name} must be at least 1, got 0`));
+  });
+
   it('takes whole numbers', () => {
     const config = loadConfig({ PORT: '8080', CONSISTENCY_WAIT_MS: '0', MAX_UPLOAD_BYTES: '1048576' });
     expect(config).toMatchObject({ port: 8080, consistencyWaitMs: 0, maxUploadBytes: 1048576 });
