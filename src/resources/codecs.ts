@@ -66,6 +66,10 @@ const documentedString = (name: string, schema: Record<string, unknown>, ok: (s:
 const calendarDate = documentedString('CalendarDate', { format: 'date' }, (d) =>
   /^\d{4}-\d{2}-\d{2}$/.test(d),
 );
+/** The interface document's `date text, day/month/year with slashes` (Session's dates): `dd/mm/yyyy`. */
+const dayMonthYear = documentedString('DayMonthYear', { pattern: '^\\d{2}/\\d{2}/\\d{4}$' }, (d) =>
+  /^\d{2}\/\d{2}\/\d{4}$/.test(d),
+);
 /** Payment.status: the nine values of the interface document (section 3; all within its max length 40). */
 const paymentStatus = documentedString('PaymentStatusOut', { enum: [...PAYMENT_STATUSES] }, (s) =>
   (PAYMENT_STATUSES as readonly string[]).includes(s),
@@ -240,9 +244,9 @@ export const SessionOutCodec = closed('Session', {
   clientAddress: s,
   clientLocation: nullable(LatLng),
   groupId: uuid,
-  expirationDate: s,
+  expirationDate: dayMonthYear,
   paymentState: paymentStatus,
-  paymentExpirationAt: s,
+  paymentExpirationAt: dayMonthYear,
   slot: s,
   startsAt: s,
   endsAt: s,
@@ -265,7 +269,7 @@ export const UserOutCodec = closed('User', {
   mediaPreviewFilename: s,
   mediaType: s,
   roleList: s,
-  birthDate: nullable(s),
+  birthDate: nullable(calendarDate),
   gender: s,
   available: b,
   verified: b,
@@ -286,7 +290,7 @@ export const PackageOutCodec = closed('Package', {
   numberOfSessions: int,
   bookedSessions: int,
   remainingSessions: int,
-  expirationDate: s,
+  expirationDate: dayMonthYear,
   expired: b,
   paymentState: paymentStatus,
   open: b,
@@ -339,7 +343,7 @@ export const UserProfileRecordCodec = closed('UserProfile', {
   timezone: s,
   languages: t.array(s),
   gender: s,
-  birthDate: nullable(s),
+  birthDate: nullable(calendarDate),
   description: s,
   type: s,
   experience: n,
