@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, DEV_JWT_SECRET } from './config';
 import { EmbeddedDatabaseInUseError } from './db/pglite';
 import { isConnectFailure } from './db/unavailable';
 import { EventStoreUnavailableError } from './eventstore/types';
+import { BlobStoreUnavailableError } from './storage/types';
 import { createHttpServer } from './http/server';
 import { createSystem } from './system';
 import { log } from './log';
@@ -68,6 +69,8 @@ main().catch((err) => {
     log.error('refusing to start', { error: err.message });
   else if (err instanceof EventStoreUnavailableError)
     log.error('cannot reach the event store, refusing to start', { error: err.message });
+  else if (err instanceof BlobStoreUnavailableError)
+    log.error('cannot reach the file storage (S3_ENDPOINT), refusing to start', { error: err.message });
   else if (isConnectFailure(err))
     log.error('cannot reach the database, refusing to start', {
       error: (err as Error).message,

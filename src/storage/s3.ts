@@ -91,7 +91,18 @@ export async function createS3BlobStore(opts: S3Options): Promise<BlobStore> {
     transport: transportWithTimeout(useSSL, opts.timeoutMs ?? 30_000) as unknown as typeof http,
   });
   const { bucket } = opts;
-  if (!(await client.bucketExists(bucket))) {
+  let exists: boolean;
+  try {
+    exists = await client.bucketExists(bucket);
+  } catch (err) {
+    // At start: S3 unreachable (a system error: ECONNREFUSED, ENOTFOUND, ETIMEDOUT…) or busy is named as the
+    // file storage; it was logged as "cannot reach the database" (src/main.ts read the bare ECONNREFUSED).
+    const code = (err as { code?: unknown } | null)?.code;
+    throw typeof code === 'string' && /^E[A-Z]+$/.test(code)
+      ? new BlobStoreUnavailableError(err)
+      : asUnavailable(err);
+  }
+  if (!exists) {
     try {
       await client.makeBucket(bucket);
     } catch (err) {

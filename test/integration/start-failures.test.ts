@@ -67,6 +67,20 @@ describe('a database that does not answer at start', () => {
   }, 60_000);
 });
 
+describe('an S3 that does not answer at start', () => {
+  it('is named as the file storage (not as the database) in one log line, and the service exits 1', async () => {
+    const port = await freePort();
+    const { code, lines } = await runMain({ S3_ENDPOINT: `http://127.0.0.1:${port}` });
+    expect(code).toBe(1);
+    const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      msg: 'cannot reach the file storage (S3_ENDPOINT), refusing to start',
+      error: `the file storage is not answering (connect ECONNREFUSED 127.0.0.1:${port})`,
+    });
+  }, 60_000);
+});
+
 describe('an event store that does not answer at start', () => {
   it('is named in one log line without a stack trace, and the service exits 1', async () => {
     const port = await freePort();
