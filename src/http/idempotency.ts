@@ -149,8 +149,7 @@ export function idempotent(
          RETURNING key`,
         [scope, key, received, leaseMs],
       );
-      if (takenOver.rowCount === 0)
-        throw busy('a request with this Idempotency-Key is still in progress');
+      if (takenOver.rowCount === 0) throw busy('a request with this Idempotency-Key is still in progress');
     }
 
     const remember = (status: number, body: unknown) => {
