@@ -9,6 +9,7 @@ import {
   strict,
   Uuid,
   requiredText,
+  orNull,
 } from '../../src/http/validation';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
 
@@ -53,16 +54,17 @@ export const BookingBody = strict(
       },
     ),
   },
+  // Each may come as null, read as not sent (docs/api.md, endpoint 8).
   {
-    addressId: Uuid,
-    position: LatLng,
-    address: boundedString(500),
-    parking: t.union([boundedString(200), t.boolean]),
-    parkingDescription: boundedString(1000),
-    orderDescription: boundedString(2000),
-    method: Method,
+    addressId: orNull(Uuid),
+    position: orNull(LatLng),
+    address: orNull(boundedString(500)),
+    parking: orNull(t.union([boundedString(200), t.boolean])),
+    parkingDescription: orNull(boundedString(1000)),
+    orderDescription: orNull(boundedString(2000)),
+    method: orNull(Method),
     /** Book these slots against an earlier booking's package: its `groupId`. */
-    packageId: Uuid,
+    packageId: orNull(Uuid),
     // Card details belong to the payment provider: accepted for compatibility, never stored or logged.
     card: FreeJson,
   },

@@ -128,6 +128,21 @@ export function refine<A, O>(
   return Object.assign(refined, { refinementOf: codec, refinementMessage: msg });
 }
 
+/**
+ * An optional field that may also come as `null`, read as not sent: clients that write every field of their
+ * model send `"addressId": null` for "none". A value that is sent gets the field's own errors (a plain union
+ * would add "Input should be null" to each); the empty-key context names the field's codec for its message.
+ */
+export function orNull<C extends t.Mixed>(codec: C) {
+  return new t.UnionType<[C, t.NullC], t.TypeOf<C> | null, t.OutputOf<C> | null, unknown>(
+    codec.name,
+    (u): u is t.TypeOf<C> | null => u === null || codec.is(u),
+    (u, c) => (u === null ? t.success(null) : codec.validate(u, t.appendContext(c, '', codec, u))),
+    (a) => (a === null ? null : (codec.encode(a) as t.OutputOf<C>)),
+    [codec, t.null],
+  );
+}
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const Uuid = describeSchema(
   refine(t.string, (s) => UUID_RE.test(s), 'uuid', 'Input should be a valid UUID'),

@@ -99,6 +99,47 @@ describe('availability and booking (6, 8, 11)', () => {
     });
   });
 
+  it('reads an optional field sent as null as not sent, and still checks one that is sent', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const nulls = {
+      addressId: null,
+      position: null,
+      address: null,
+      parking: null,
+      parkingDescription: null,
+      orderDescription: null,
+      method: null,
+      packageId: null,
+      card: null,
+    };
+    const booked = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'], ...nulls });
+    expect(booked.status).toBe(200);
+    expect(booked.body[0]).toMatchObject({
+      addressId: null,
+      clientLocation: null,
+      clientAddress: '',
+      parking: '',
+      minutesTravel: 0,
+    });
+    const payment = await t.request('GET', `/api/v1/payment/${booked.body[0].paymentId}`, {
+      token: client.token,
+    });
+    expect(payment.body).toMatchObject({ methodId: 1 });
+    // A value that is sent is checked as before, with the field's own message.
+    const bad = await book(client.token, serviceId, {
+      slots: ['2026-12-02T11:00:00'],
+      addressId: 'x',
+      method: 'paypal',
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail).toEqual([
+      { loc: ['body', 'addressId'], msg: 'Input should be a valid UUID', type: 'invalid_uuid' },
+      { loc: ['body', 'method'], msg: "Input should be 'card', 'cash' or 'bank_transfer'", type: 'enum' },
+    ]);
+  });
+
   it('books a package of several slots in one group with one payment', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90 });

@@ -104,7 +104,10 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(body.properties)).toEqual(
       expect.arrayContaining(['slots', 'addressId', 'method', 'parking', 'card']),
     );
-    expect(body.properties.method.enum).toEqual(['card', 'cash', 'bank_transfer']);
+    // Optional, and null is read as not sent.
+    expect(body.properties.method).toEqual({
+      anyOf: [{ type: 'string', enum: ['card', 'cash', 'bank_transfer'] }, { type: 'null' }],
+    });
     expect(book.responses['200'].content['application/json'].schema).toEqual({
       type: 'array',
       items: { $ref: '#/components/schemas/Session' },
