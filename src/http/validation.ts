@@ -218,7 +218,7 @@ export const finiteNumberIn = (min: number, max: number, name: string) =>
       t.number,
       (n) => Number.isFinite(n) && n >= min && n <= max,
       name,
-      `Input should be between ${min} and ${max}`,
+      `Input should be a number from ${min} to ${max}`,
     ),
     { type: 'number', minimum: min, maximum: max },
   );

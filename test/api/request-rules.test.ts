@@ -454,14 +454,14 @@ describe('a value of another type', () => {
         '/api/v1/nav/addreses',
         { ...address, lat: 'north' },
         ['body', 'lat'],
-        'Input should be between -90 and 90',
+        'Input should be a number from -90 to 90',
       ],
       [
         'POST',
         '/api/v1/nav/addreses',
         { ...address, zoom: '3' },
         ['body', 'zoom'],
-        'Input should be between 0 and 25',
+        'Input should be a number from 0 to 25',
       ],
       [
         'PUT',
