@@ -69,8 +69,9 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
     {
       headersTimeout: timeouts.headersTimeoutMs,
       requestTimeout: timeouts.requestTimeoutMs,
-      // How often Node checks the two timeouts above (default 30 s, far coarser than they are).
-      connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs),
+      // How often Node checks the two timeouts above (default 30 s, far coarser than they are). A headers
+      // timeout of 0 (no limit) made it a timer of 0 ms, run every millisecond.
+      connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs || 1000),
       // Idle keep-alive connections outlive a load balancer's (60 s is common), so it never reuses a socket
       // we are closing.
       keepAliveTimeout: 65_000,

@@ -168,6 +168,16 @@ describe('transport', () => {
   });
 });
 
+describe('HEADERS_TIMEOUT_MS=0 (no limit on the headers)', () => {
+  it("checks the request timeout once a second, not on a timer of 0 ms (1 ms: a busy loop's CPU)", () => {
+    const server = createHttpServer(new Koa(), { ...DEFAULT_TIMEOUTS, headersTimeoutMs: 0 });
+    expect((server as unknown as { connectionsCheckingInterval: number }).connectionsCheckingInterval).toBe(
+      1000,
+    );
+    server.close();
+  });
+});
+
 describe('responses to clients that stop reading', () => {
   // A server of its own with a short response timeout: an endless body (more than any socket buffer holds,
   // as an asset or the audit export is for a client whose window is shut) and a handler slower than it.
