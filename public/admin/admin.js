@@ -113,7 +113,7 @@
   async function loadDeliveries() {
     let list;
     try {
-      // The latest 50, and every failed one however old: a failed e-mail stays in view (with its Retry)
+      // The latest 50, and the latest 200 failed ones however old: a failed e-mail stays in view (with its Retry)
       // when more than 50 later ones were sent.
       const [latest, failed] = await Promise.all([
         api('GET', '/api/v1/admin/emails?limit=50'),
