@@ -168,6 +168,9 @@ function mailFrom(env: NodeJS.ProcessEnv): string {
   return from;
 }
 
+/** `raw` as a URL, or null when it is none (each setting then says what it wanted, never echoing a secret). */
+const parseUrl = (raw: string): URL | null => (URL.canParse(raw) ? new URL(raw) : null);
+
 /**
  * SMTP_URL: `smtp://` or `smtps://` with a host (credentials, port and nodemailer's options as query are
  * optional), checked at start: nodemailer reads anything else (`smtp//mail.example.com`, a bare host name)
@@ -176,12 +179,7 @@ function mailFrom(env: NodeJS.ProcessEnv): string {
 function smtpUrl(env: NodeJS.ProcessEnv): string | undefined {
   const raw = env.SMTP_URL;
   if (!raw) return undefined;
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    // not a URL: said below, without the value (it may hold a password)
-  }
+  const url = parseUrl(raw); // when none, said below without the value (it may hold a password)
   if (!url || !['smtp:', 'smtps:'].includes(url.protocol) || !url.hostname)
     throw new ConfigError(
       `SMTP_URL must be an smtp:// or smtps:// URL with a host, e.g. smtp://user:password@mail.example.com:587${
@@ -205,12 +203,7 @@ function corsOrigins(env: NodeJS.ProcessEnv): string[] {
     .filter((o) => o !== '');
   for (const origin of given) {
     if (origin === '*') continue;
-    let url: URL | null = null;
-    try {
-      url = new URL(origin);
-    } catch {
-      // said below
-    }
+    const url = parseUrl(origin);
     if (!url || !['http:', 'https:'].includes(url.protocol) || url.origin !== origin)
       throw new ConfigError(
         `CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port] in lower case, no path or trailing slash${
@@ -251,12 +244,7 @@ function jwtPublicKey(env: NodeJS.ProcessEnv): string | undefined {
  * stopped the service after it had opened the database, with the S3 client's error and a stack.
  */
 function s3Endpoint(raw: string): string {
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    // not a URL: said below
-  }
+  const url = parseUrl(raw);
   if (!url || !['http:', 'https:'].includes(url.protocol) || !url.hostname)
     throw new ConfigError(
       `S3_ENDPOINT must be an http:// or https:// URL with a host, e.g. http://minio:9000; got ${
@@ -291,12 +279,7 @@ function connectionUrl(name: string, raw: string | undefined, schemes: string[],
   if (!raw) return undefined;
   // pg also takes a Unix socket's directory (`/var/run/postgresql dbname`).
   if (name === 'DATABASE_URL' && raw.startsWith('/')) return raw;
-  let scheme: string | null = null;
-  try {
-    scheme = new URL(raw).protocol;
-  } catch {
-    // not a URL: said below
-  }
+  const scheme = parseUrl(raw)?.protocol ?? null;
   if (scheme === null || !schemes.includes(scheme))
     throw new ConfigError(
       `${name} must be a URL starting with ${schemes.map((x) => (x === 'socket:' ? x : `${x}//`)).join(' or ')}, e.g. ${example}; got ${
