@@ -3,6 +3,7 @@ import { paymentStream } from '../../commands/payments/events';
 import { clientBookingsStream, type BookingListed } from '../../commands/booking/events';
 import { startTestSystem, type TestSystem } from '../support/system';
 import { systemOnSteppedStore } from '../support/storeRaces';
+import type { EventStore } from '../../src/eventstore/types';
 
 const T0 = Date.parse('2026-03-03T13:00:00.000Z');
 const HOUR = 3600_000;
@@ -503,6 +504,29 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
   });
 });
 
+/** An awaiting payment of the client, listed on its bookings as a booking lists it, written straight to `store`. */
+async function listedPayment(store: EventStore, clientId: string, createdAt: string) {
+  const p = {
+    paymentId: randomUUID(),
+    groupId: randomUUID(),
+    status: 'awaiting' as const,
+    price: 49.5,
+    currency: 'EUR',
+    methodId: 2,
+    method: 'card',
+    coachId: randomUUID(),
+    clientId,
+    serviceId: randomUUID(),
+    expiresAt: new Date(T0 + HOUR).toISOString(),
+    createdAt,
+  };
+  await store.append(clientBookingsStream(clientId), [
+    { type: 'BookingListed', data: { ...p, sessionIds: [], bookedAt: createdAt } },
+  ]);
+  await store.append(paymentStream(p.paymentId), [{ type: 'PaymentCreated', data: p }]);
+  return p;
+}
+
 describe('endpoint 17: a provider event delivered twice at once', () => {
   it('applies both deliveries to one payment, even when the first lands while the second looks', async () => {
     const now = new Date(T0);
@@ -536,30 +560,7 @@ describe('endpoint 17: a provider event delivered twice at once', () => {
     }));
     try {
       const clientId = randomUUID();
-      const create = async (createdAt: string) => {
-        const p = {
-          paymentId: randomUUID(),
-          groupId: randomUUID(),
-          status: 'awaiting' as const,
-          price: 49.5,
-          currency: 'EUR',
-          methodId: 2,
-          method: 'card',
-          coachId: randomUUID(),
-          clientId,
-          serviceId: randomUUID(),
-          expiresAt: new Date(T0 + HOUR).toISOString(),
-          createdAt,
-        };
-        await inner.append(clientBookingsStream(clientId), [
-          {
-            type: 'BookingListed',
-            data: { ...p, sessionIds: [], bookedAt: createdAt },
-          },
-        ]);
-        await inner.append(paymentStream(p.paymentId), [{ type: 'PaymentCreated', data: p }]);
-        return p;
-      };
+      const create = (createdAt: string) => listedPayment(inner, clientId, createdAt);
       const older = await create(new Date(T0).toISOString());
       const newer = await create(new Date(T0 + 1000).toISOString());
       race.target = newer.paymentId;
@@ -611,27 +612,7 @@ describe('endpoint 17: two different provider events for one user at once', () =
     }));
     try {
       const clientId = randomUUID();
-      const create = async (createdAt: string) => {
-        const p = {
-          paymentId: randomUUID(),
-          groupId: randomUUID(),
-          status: 'awaiting' as const,
-          price: 49.5,
-          currency: 'EUR',
-          methodId: 2,
-          method: 'card',
-          coachId: randomUUID(),
-          clientId,
-          serviceId: randomUUID(),
-          expiresAt: new Date(T0 + HOUR).toISOString(),
-          createdAt,
-        };
-        await inner.append(clientBookingsStream(clientId), [
-          { type: 'BookingListed', data: { ...p, sessionIds: [], bookedAt: createdAt } },
-        ]);
-        await inner.append(paymentStream(p.paymentId), [{ type: 'PaymentCreated', data: p }]);
-        return p;
-      };
+      const create = (createdAt: string) => listedPayment(inner, clientId, createdAt);
       let at = T0;
       for (const body of [
         { status: 'canceled', providerEventId: 'evt_mine' },
