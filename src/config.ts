@@ -324,7 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secret: env.JWT_SECRET || (env.JWT_PUBLIC_KEY ? undefined : DEV_JWT_SECRET),
       publicKey: jwtPublicKey(env),
       usingDevSecret,
-      maxTtlSeconds: positiveInt(env, 'JWT_MAX_TTL_SECONDS', DEFAULT_JWT_MAX_TTL_SECONDS),
+      maxTtlSeconds: atLeastOne(env, 'JWT_MAX_TTL_SECONDS', DEFAULT_JWT_MAX_TTL_SECONDS),
       issuer: env.JWT_ISSUER || undefined,
       audience: env.JWT_AUDIENCE || undefined,
     },

@@ -21,8 +21,8 @@ describe('numeric settings', () => {
       expect(() => loadConfig({ [name]: raw })).toThrow(ConfigError);
   });
 
-  it('refuses 0 where it is no "off": a retry job every millisecond, leases that let a second sender or request in at once', () => {
-    for (const name of ['MAIL_RETRY_INTERVAL_MS', 'MAIL_LEASE_MS', 'IDEMPOTENCY_LEASE_MS'])
+  it('refuses 0 where it is no "off": a retry job every millisecond, leases that let a second sender or request in at once, tokens that all expire at once', () => {
+    for (const name of ['MAIL_RETRY_INTERVAL_MS', 'MAIL_LEASE_MS', 'IDEMPOTENCY_LEASE_MS', 'JWT_MAX_TTL_SECONDS'])
       expect(() => loadConfig({ [name]: '0' })).toThrow(new ConfigError(`${name} must be at least 1, got 0`));
   });
 
