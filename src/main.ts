@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { ConfigError, loadConfig, DEV_JWT_SECRET } from './config';
+import { ensureDataDir } from './dataDir';
 import { EmbeddedDatabaseInUseError } from './db/pglite';
 import { isConnectFailure } from './db/unavailable';
 import { EventStoreUnavailableError } from './eventstore/types';
@@ -16,6 +17,7 @@ async function main() {
   // A .env file next to package.json is read when present (Node's own loader, no dependency).
   if (fs.existsSync('.env')) process.loadEnvFile('.env');
   const config = loadConfig();
+  ensureDataDir(config.dataDir);
   if (config.jwt.usingDevSecret) {
     log.warn(
       `JWT_SECRET is not set: tokens are checked with the development secret "${DEV_JWT_SECRET}". ` +

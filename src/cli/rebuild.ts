@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { ConfigError, loadConfig } from '../config';
+import { ensureDataDir } from '../dataDir';
 import { migrate } from '../db/migrate';
 import { EmbeddedDatabaseInUseError } from '../db/pglite';
 import { isConnectFailure } from '../db/unavailable';
@@ -33,6 +34,7 @@ async function main() {
   // The .env the service reads (src/main.ts): else the rebuild opens another database than the service's.
   if (fs.existsSync('.env')) process.loadEnvFile('.env');
   const config = loadConfig();
+  if (!config.databaseUrl) ensureDataDir(config.dataDir);
   const log = createLogger({ service: 'rebuild' });
   const db = await openDatabase(config);
   await migrate(db);

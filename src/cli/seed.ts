@@ -5,6 +5,7 @@ import { DateTime } from 'luxon';
 import { loadConfig } from '../config';
 import { signToken, type Role } from '../http/auth';
 import { createSystem } from '../system';
+import { ensureDataDir } from '../dataDir';
 import { CLIENTS, COACHES, DEMO_IDS, weekly, type DemoAddress } from './demoData';
 
 export { DEMO_IDS };
@@ -210,6 +211,7 @@ async function main() {
   );
   // The in-process service would log every seed request; keep the summary readable.
   process.env.LOG_LEVEL ??= 'warn';
+  ensureDataDir(config.dataDir);
   const system = await createSystem(config);
   const server = http.createServer(system.app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

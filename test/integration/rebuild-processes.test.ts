@@ -191,6 +191,16 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
     ]);
   }, 60_000);
 
+  it('says in one line that a DATA_DIR that is a file cannot hold the embedded database: exit 2, no stack trace', async () => {
+    const file = path.join(tmp, 'a-file');
+    fs.writeFileSync(file, '');
+    const run = startRebuild(['--verify'], { DATABASE_URL: '', DATA_DIR: file });
+    expect(await run.exit).toBe(2);
+    expect(run.out.join('').trim()).toBe(
+      `rebuild: DATA_DIR ${file} cannot be used as the data directory: it is a file, not a directory`,
+    );
+  }, 60_000);
+
   it('says in one line which setting it refuses (a JWT_PUBLIC_KEY that is no key): exit 2, no stack trace', async () => {
     const run = startRebuild(['--verify'], { JWT_PUBLIC_KEY: 'garbage' });
     expect(await run.exit).toBe(2);

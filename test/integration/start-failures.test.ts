@@ -67,6 +67,28 @@ describe('a database that does not answer at start', () => {
   }, 60_000);
 });
 
+describe('a DATA_DIR the service cannot use', () => {
+  it('is named in one log line without a stack trace (a file, or a path under a file), and the service exits 1', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-data-')), 'a-file');
+    fs.writeFileSync(file, '');
+    for (const [dir, reason] of [
+      [file, 'it is a file, not a directory'],
+      [path.join(file, 'data'), `ENOTDIR: not a directory, mkdir '${path.join(file, 'data')}'`],
+    ] as const) {
+      const { code, lines } = await runMain({ DATA_DIR: dir });
+      expect(code).toBe(1);
+      const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'error');
+      expect(errors).toEqual([
+        expect.objectContaining({
+          msg: 'refusing to start',
+          error: `DATA_DIR ${dir} cannot be used as the data directory: ${reason}`,
+        }),
+      ]);
+    }
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
+  }, 60_000);
+});
+
 describe('an S3 that does not answer at start', () => {
   it('is named as the file storage (not as the database) in one log line, and the service exits 1', async () => {
     const port = await freePort();
