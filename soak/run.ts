@@ -1,5 +1,5 @@
 /**
- * npm run soak [-- --kills 20 --stores postgres,pglite]: the project's own crash test (not part of npm test).
+ * npm run soak [-- --kills 20 --stores postgres,pglite] (or --kills=20 …): the project's own crash test (not part of npm test).
  * `--crash postgres` (PostgreSQL store only; root, a local Debian cluster): instead of the service, crashes
  * the PostgreSQL server under it (`pg_ctlcluster … stop -m immediate`, then start) while the service keeps
  * running, and retries what got a 5xx meanwhile with its key; the same checks follow.
@@ -35,16 +35,17 @@ import { signToken, type Role } from '../src/http/auth';
 import { createLogger } from '../src/log';
 import type { Mailer } from '../src/mail/mailer';
 import { startSmtpServer } from '../test/support/smtp';
+import { parseSoakOptions } from './options';
 
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1]! : fallback;
-};
-const KILLS = Number(arg('kills', process.env.SOAK_KILLS ?? '20'));
-const STORES = arg('stores', process.env.SOAK_STORES ?? 'postgres,pglite').split(',');
-const CRASH = arg('crash', process.env.SOAK_CRASH ?? 'service');
-if (CRASH !== 'service' && CRASH !== 'postgres') throw new Error('--crash is service or postgres');
+const options = (() => {
+  try {
+    return parseSoakOptions(process.argv.slice(2), process.env);
+  } catch (err) {
+    console.error(`soak: ${(err as Error).message}`);
+    process.exit(2);
+  }
+})();
+const { kills: KILLS, stores: STORES, crash: CRASH } = options;
 const PG_SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const WORKERS = 6;
 const SECRET = `soak-${randomUUID()}-${randomUUID()}`;
@@ -672,7 +673,7 @@ async function rebuildAndCompare(
 
 async function main() {
   let ok = true;
-  for (const store of STORES) ok = (await soak(store as 'postgres' | 'pglite')) && ok;
+  for (const store of STORES) ok = (await soak(store)) && ok;
   say(ok ? '\nsoak: every count is 0' : '\nsoak: FAILED');
   process.exit(ok ? 0 : 1);
 }
