@@ -527,37 +527,48 @@ async function listedPayment(store: EventStore, clientId: string, createdAt: str
   return p;
 }
 
+/**
+ * A store wrapper for endpoint 17's races: the second read of `race.target`'s payment stream first appends a
+ * provider's cancel of it (event `providerEventId`), as a delivery running beside the request would.
+ */
+const canceledOnSecondRead =
+  (race: { target: string; reads: number }, now: Date, service: string, providerEventId: string) =>
+  (store: EventStore): Partial<EventStore> => ({
+    async readStream(streamName, opts) {
+      if (race.target && streamName === paymentStream(race.target) && ++race.reads === 2) {
+        const { events } = await store.readStream(streamName);
+        const created = events[0]!.data as { groupId: string };
+        await store.append(streamName, [
+          {
+            type: 'PaymentStatusChanged',
+            data: {
+              paymentId: race.target,
+              groupId: created.groupId,
+              from: 'awaiting',
+              to: 'canceled',
+              at: now.toISOString(),
+              reason: 'provider',
+              providerEventId,
+            },
+            metadata: { actor: { userId: service, role: 'service' } },
+          },
+        ]);
+      }
+      return store.readStream(streamName, opts);
+    },
+  });
+
 describe('endpoint 17: a provider event delivered twice at once', () => {
   it('applies both deliveries to one payment, even when the first lands while the second looks', async () => {
     const now = new Date(T0);
     const race = { target: '', reads: 0 };
     const service = randomUUID();
     const providerEventId = 'evt_twice_at_once';
-    const { t, inner, close } = await systemOnSteppedStore(now, (store) => ({
-      // The first delivery's cancel is written right after the second delivery first read the payment.
-      async readStream(streamName, opts) {
-        if (race.target && streamName === paymentStream(race.target) && ++race.reads === 2) {
-          const { events } = await store.readStream(streamName);
-          const created = events[0]!.data as { groupId: string };
-          await store.append(streamName, [
-            {
-              type: 'PaymentStatusChanged',
-              data: {
-                paymentId: race.target,
-                groupId: created.groupId,
-                from: 'awaiting',
-                to: 'canceled',
-                at: now.toISOString(),
-                reason: 'provider',
-                providerEventId,
-              },
-              metadata: { actor: { userId: service, role: 'service' } },
-            },
-          ]);
-        }
-        return store.readStream(streamName, opts);
-      },
-    }));
+    // The first delivery's cancel is written right after the second delivery first read the payment.
+    const { t, inner, close } = await systemOnSteppedStore(
+      now,
+      canceledOnSecondRead(race, now, service, providerEventId),
+    );
     try {
       const clientId = randomUUID();
       const create = (createdAt: string) => listedPayment(inner, clientId, createdAt);
@@ -585,31 +596,11 @@ describe('endpoint 17: two different provider events for one user at once', () =
     const now = new Date(T0);
     const race = { target: '', reads: 0 };
     const service = randomUUID();
-    const { t, inner, close } = await systemOnSteppedStore(now, (store) => ({
-      // Another event (evt_other) cancels the newest payment right after this request chose it.
-      async readStream(streamName, opts) {
-        if (race.target && streamName === paymentStream(race.target) && ++race.reads === 2) {
-          const { events } = await store.readStream(streamName);
-          const created = events[0]!.data as { groupId: string };
-          await store.append(streamName, [
-            {
-              type: 'PaymentStatusChanged',
-              data: {
-                paymentId: race.target,
-                groupId: created.groupId,
-                from: 'awaiting',
-                to: 'canceled',
-                at: now.toISOString(),
-                reason: 'provider',
-                providerEventId: 'evt_other',
-              },
-              metadata: { actor: { userId: service, role: 'service' } },
-            },
-          ]);
-        }
-        return store.readStream(streamName, opts);
-      },
-    }));
+    // Another event (evt_other) cancels the newest payment right after this request chose it.
+    const { t, inner, close } = await systemOnSteppedStore(
+      now,
+      canceledOnSecondRead(race, now, service, 'evt_other'),
+    );
     try {
       const clientId = randomUUID();
       const create = (createdAt: string) => listedPayment(inner, clientId, createdAt);
