@@ -28,6 +28,9 @@ const ASSETS: Record<string, string> = {
  */
 export function adminPageForBrowsers(): Middleware {
   return async (ctx, next) => {
+    // One URL, two answers chosen by Accept: caches (a browser's included) must key them apart, or the
+    // counts the page's script reads here are shown for the page itself (RFC 9110, 12.5.5).
+    ctx.vary('Accept');
     if (ctx.accepts('json', 'html') !== 'html') return next();
     ctx.type = 'text/html; charset=utf-8';
     ctx.set('Cache-Control', 'no-cache');

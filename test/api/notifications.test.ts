@@ -279,4 +279,21 @@ describe('notifications (24 to 31)', () => {
     expect((await t.request('GET', '/admin/notifications', { token: client.token })).status).toBe(403);
     expect((await t.request('GET', '/manage/admin/notifications', { token: client.token })).status).toBe(403);
   });
+
+  it('31 answers the page or the counts at one URL by Accept, and says so (Vary: Accept) to every cache', async () => {
+    // The page's own script reads the counts at the page's URL: without Vary a browser's cache keeps the
+    // JSON under that URL and shows it for the page (the Back button), or the page where JSON is asked for.
+    const get = (accept: string, token?: string) =>
+      fetch(`${t.baseUrl}/admin/notifications`, {
+        headers: { accept, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      });
+    for (const res of [
+      await get('text/html,application/xhtml+xml,*/*;q=0.8'),
+      await get('application/json', m.admin()),
+      await get('application/json'), // 401, refused for want of a token: a page request would not be
+    ]) {
+      await res.arrayBuffer();
+      expect(res.headers.get('vary') ?? '').toMatch(/\bAccept\b/i);
+    }
+  });
 });
