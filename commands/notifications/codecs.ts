@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { Uuid, boundedString, refine, strict } from '../../src/http/validation';
+import { Uuid, boundedString, codePointLength, refine, strict } from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { webhookUrlProblem } from '../../src/webhooks/target';
@@ -21,10 +21,12 @@ export const MarkReadBody = strict({ notifications: Ids }, {}, 'MarkNotification
 /** 26. POST /api/v1/notification/event */
 export const NotificationEventBody = strict({ notificationIds: Ids }, {}, 'NotificationEvent');
 
+/** A channel's address, as sent and as stored. */
+const ADDRESS_MAX = 500;
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** 27. POST /api/v1/notification/channel: the address must suit the type (checked in the route). */
 export const ChannelBody = strict(
-  { type: t.keyof({ email: null, push: null, webhook: null }), address: boundedString(500, 1) },
+  { type: t.keyof({ email: null, push: null, webhook: null }), address: boundedString(ADDRESS_MAX, 1) },
   {},
   'NotificationChannel',
 );
@@ -44,6 +46,11 @@ export function channelAddressProblem(
     return address.length <= 254 && EMAIL_RE.test(address) && isMailbox(address)
       ? null
       : 'Input should be an e-mail address (at most 254 characters)';
-  if (type === 'webhook') return webhookUrlProblem(address, allowLoopback);
+  // In its normal form (as stored and answered), which must register the same channel again: a non-ASCII
+  // character sent counts as its percent-encoding (`é` is `%C3%A9`).
+  if (type === 'webhook')
+    return codePointLength(address) > ADDRESS_MAX
+      ? `The URL should have at most ${ADDRESS_MAX} characters once normalized (non-ASCII percent-encoded)`
+      : webhookUrlProblem(address, allowLoopback);
   return /^\S+$/.test(address) ? null : 'Input should be a push token without spaces';
 }

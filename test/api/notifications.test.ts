@@ -230,6 +230,26 @@ describe('notifications (24 to 31)', () => {
     });
     expect(bad.status).toBe(422);
     expect(bad.body.detail[0].loc).toEqual(['body', 'address']);
+    // The answered (normal) form registers the same channel again, so it is never longer than an address may
+    // be: 220 characters sent are 1,220 percent-encoded, and refused rather than kept unsendable.
+    const encoded = await t.request('POST', '/api/v1/notification/channel', {
+      token: user.token,
+      body: { type: 'webhook', address: `https://example.com/${'é'.repeat(200)}` },
+    });
+    expect({ status: encoded.status, loc: encoded.body.detail?.[0]?.loc }).toEqual({
+      status: 422,
+      loc: ['body', 'address'],
+    });
+    const fits = await t.request('POST', '/api/v1/notification/channel', {
+      token: user.token,
+      body: { type: 'webhook', address: `https://example.com/${'é'.repeat(80)}` },
+    });
+    expect(fits.status).toBe(200);
+    const resent = await t.request('POST', '/api/v1/notification/channel', {
+      token: user.token,
+      body: { type: 'webhook', address: fits.body.address },
+    });
+    expect(resent.body.id).toBe(fits.body.id);
     // An e-mail channel is one mailbox, by the rule profiles follow: not a list or a name with an address.
     for (const address of ['a@x.io,b@y.io', 'Eve <eve@x.io>', 'a;b@x.io', '"a b"@x.io']) {
       const notOne = await t.request('POST', '/api/v1/notification/channel', {
