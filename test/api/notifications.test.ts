@@ -287,6 +287,11 @@ describe('notifications (24 to 31)', () => {
     const missing = await t.request('GET', `/manage/admin/notifications/${randomUUID()}`, { token: admin });
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ error: 'notification_not_found', code: 404 });
+    const malformed = await t.request('GET', '/manage/admin/notifications/not-a-uuid', { token: admin });
+    expect(malformed.status).toBe(422);
+    expect(malformed.body.detail).toEqual([
+      { loc: ['path', 'notification_id'], msg: 'Input should be a valid UUID', type: 'invalid_uuid' },
+    ]);
     const counts = await t.request('GET', '/admin/notifications', { token: admin });
     expect(counts.body.total).toBeGreaterThanOrEqual(2);
     expect(counts.body.byType).toContainEqual(
