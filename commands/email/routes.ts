@@ -20,8 +20,12 @@ export const VerificationBody = strict(
   { code: boundedString(100, 1), link: boundedString(2000, 1) },
   'Verification',
 );
-/** Session e-mails take an optional reason (shown in cancel, decline and dispute e-mails). */
-export const SessionEmailBody = strict({}, { reason: boundedString(1000) }, 'SessionEmail');
+/**
+ * Session e-mails take an optional reason (shown in cancel, decline and dispute e-mails), as long as the
+ * longest a session action takes (a dispute's, 2000 characters: commands/booking/codecs.ts), so the
+ * caller can pass on the reason the party gave.
+ */
+export const SessionEmailBody = strict({}, { reason: boundedString(2000) }, 'SessionEmail');
 const UserPath = t.type({ user_id: Uuid });
 const GroupPath = t.type({ user_id: Uuid, group_id: Uuid });
 const SessionPath = t.type({ user_id: Uuid, session_id: Uuid });

@@ -669,6 +669,26 @@ describe('private e-mail endpoints (18 to 23)', () => {
     for (const mail of [approved, declined, disputed]) expect(mail!.text).not.toMatch(/Your (coach|client) /);
   });
 
+  it("21 to 23 carry a reason as long as a session action takes (a dispute's: 2000 characters)", async () => {
+    const { coach, client, session } = await booked();
+    const base = `/api/v1/notification/private/email`;
+    // The client's own words, as the dispute took them (up to 2000 characters), forwarded to the coach.
+    const reason = 'The coach did not come. '.repeat(84).slice(0, 2000);
+    const sent = await t.request('POST', `${base}/${coach.id}/session/${session.id}/dispute`, {
+      token: m.service(),
+      body: { reason },
+    });
+    expect(sent.status).toBe(200);
+    const [requested] = (await t.system.deps.store.readStream(`email-${sent.body.id}`)).events;
+    expect((requested!.data as { facts: { reason: string } }).facts.reason).toBe(reason);
+    const tooLong = await t.request('POST', `${base}/${client.id}/session/${session.id}/cancel`, {
+      token: m.service(),
+      body: { reason: `${reason}!` },
+    });
+    expect(tooLong.status).toBe(422);
+    expect(tooLong.body.detail[0]).toMatchObject({ loc: ['body', 'reason'] });
+  });
+
   it('guards, validates and answers 404 for unknown users and sessions the user is no party of', async () => {
     const { coach, client, session } = await booked();
     const base = `/api/v1/notification/private/email`;
