@@ -34,6 +34,8 @@ const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u202
 
 /** Subject and body of each template; plain text first, the HTML part says the same. */
 export function renderEmail(f: EmailFacts): RenderedEmail {
+  // A reason of blanks only (a decline's or cancellation's may be) says nothing: no "Reason:" line, as for "".
+  const reason = f.reason?.trim() ? f.reason : undefined;
   const service = (f.serviceName && oneLine(f.serviceName)) || 'your session';
   const at = when(f);
   const lines: string[] = [`Hello ${oneLine(f.recipientName ?? '') || 'there'},`, ''];
@@ -43,7 +45,7 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
       subject = 'Verify your e-mail address';
       lines.push('Please confirm your e-mail address.');
       if (f.code) lines.push(`Your verification code: ${f.code}`);
-      if (f.link) lines.push(`Or open: ${f.link}`);
+      if (f.link) lines.push(`${f.code ? 'Or open' : 'Open'}: ${f.link}`);
       break;
     case 'booking':
       subject = f.role === 'coach' ? `New booking: ${service}` : `Booking received: ${service}`;
@@ -61,12 +63,12 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
     case 'decline':
       subject = `Session declined: ${service}`;
       lines.push(`${f.role === 'coach' ? 'You' : 'Your coach'} declined ${service}${at ? ` on ${at}` : ''}.`);
-      if (f.reason) lines.push(reasonLine(f.reason));
+      if (reason) lines.push(reasonLine(reason));
       break;
     case 'cancel':
       subject = `Session canceled: ${service}`;
       lines.push(`${service}${at ? ` on ${at}` : ''} was canceled${f.by ? ` by the ${f.by}` : ''}.`);
-      if (f.reason) lines.push(reasonLine(f.reason));
+      if (reason) lines.push(reasonLine(reason));
       break;
     case 'dispute':
       subject = `Session disputed: ${service}`;
@@ -75,7 +77,7 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
           ? `Your dispute of ${service}${at ? ` on ${at}` : ''} is received.`
           : `Your client disputed ${service}${at ? ` on ${at}` : ''}.`,
       );
-      if (f.reason) lines.push(reasonLine(f.reason));
+      if (reason) lines.push(reasonLine(reason));
       break;
   }
   const text = lines.join('\n') + '\n';

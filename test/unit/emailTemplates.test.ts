@@ -24,6 +24,24 @@ describe('e-mail templates', () => {
       expect(canceled(reason).text).toContain(`Reason: ${reason}\n`);
   });
 
+  it('offers a link alone as the way to confirm ("Open:", not "Or open:" with nothing before it)', () => {
+    const verify = (more: { code?: string; link?: string }) =>
+      renderEmail({ template: 'verification', role: 'user', recipientName: 'Ada', ...more }).text;
+    expect(verify({ link: 'https://app.example/v?t=1' })).toContain('\nOpen: https://app.example/v?t=1\n');
+    expect(verify({ link: 'https://app.example/v?t=1' })).not.toContain('Or open');
+    expect(verify({ code: '4815', link: 'https://app.example/v?t=1' })).toContain(
+      'Your verification code: 4815\nOr open: https://app.example/v?t=1\n',
+    );
+  });
+
+  it('gives no "Reason:" line for a reason of blanks only, as for none', () => {
+    for (const template of ['cancel', 'decline', 'dispute'] as const) {
+      const mail = renderEmail({ template, role: 'client', recipientName: 'Ada', reason: ' \t\n ' });
+      expect(mail.text).not.toContain('Reason');
+      expect(mail.html).not.toContain('Reason');
+    }
+  });
+
   it('keeps a name with line breaks on its line: no forged lines in the text part, the same words as the HTML part', () => {
     const mail = renderEmail({
       template: 'booking',
