@@ -11,11 +11,12 @@ const INSERT_ADDRESS = bumped(
   'addresses',
 );
 const SET_DEFAULT = bumped('UPDATE addresses SET is_default = true WHERE id = $1', 'addresses');
+const REMOVE = bumped('DELETE FROM addresses WHERE id = $1', 'addresses');
 
 /** Read model `addresses`: one row per saved address; `seq` is the stream revision, for newest-first order. */
 export const addressesProjection: Projection = {
   name: 'addresses',
-  handles: ['AddressAdded', 'DefaultAddressChanged'],
+  handles: ['AddressAdded', 'DefaultAddressChanged', 'AddressRemoved'],
   async apply(tx, recorded) {
     const event = { type: recorded.type, data: recorded.data } as AddressEvent;
     switch (event.type) {
@@ -49,6 +50,9 @@ export const addressesProjection: Projection = {
           [event.data.userId, event.data.addressId],
         );
         await tx.query(SET_DEFAULT, [event.data.addressId, [userScope(event.data.userId)]]);
+        return;
+      case 'AddressRemoved':
+        await tx.query(REMOVE, [event.data.addressId, [userScope(event.data.userId)]]);
         return;
       default:
         assertNever(event);

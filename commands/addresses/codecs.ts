@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { boundedString, finiteNumberIn, strict, requiredText } from '../../src/http/validation';
+import { Uuid, boundedString, finiteNumberIn, strict, requiredText } from '../../src/http/validation';
 
 const text = (max: number) => boundedString(max);
 
@@ -25,3 +25,6 @@ export const CreateAddressBody = strict(
   'AddressIn',
 );
 export type CreateAddressBody = t.TypeOf<typeof CreateAddressBody>;
+
+/** The `{address_id}` of DELETE and PUT .../default. */
+export const AddressIdPath = t.type({ address_id: Uuid });

@@ -13,14 +13,19 @@ export interface AddressBook {
   addresses: SavedAddress[];
 }
 
-export type AddressCommand = {
-  type: 'AddAddress';
-  userId: string;
-  addressId: string;
-  fields: AddressFields;
-  makeDefault: boolean;
-  now: string;
-};
+export type AddressCommand =
+  | {
+      type: 'AddAddress';
+      userId: string;
+      addressId: string;
+      fields: AddressFields;
+      makeDefault: boolean;
+      now: string;
+    }
+  | { type: 'RemoveAddress'; userId: string; addressId: string; now: string }
+  | { type: 'MakeDefaultAddress'; userId: string; addressId: string };
+
+const notYours = { code: 'address_not_found', message: 'no such address of yours' } as const;
 
 /** A user keeps at most this many saved addresses. */
 export const MAX_ADDRESSES = 100;
@@ -38,6 +43,8 @@ export const addressBook: Decider<AddressCommand, AddressEvent, AddressBook> = {
         return {
           addresses: state.addresses.map((a) => ({ ...a, isDefault: a.id === event.data.addressId })),
         };
+      case 'AddressRemoved':
+        return { addresses: state.addresses.filter((a) => a.id !== event.data.addressId) };
       default:
         return assertNever(event);
     }
@@ -73,8 +80,40 @@ export const addressBook: Decider<AddressCommand, AddressEvent, AddressBook> = {
           });
         return right(events);
       }
+      case 'RemoveAddress': {
+        const removed = state.addresses.find((a) => a.id === command.addressId);
+        if (!removed) return left(notYours);
+        const events: AddressEvent[] = [
+          {
+            type: 'AddressRemoved',
+            data: { addressId: removed.id, userId: command.userId, removedAt: command.now },
+          },
+        ];
+        // Still exactly one default while any address is left: the newest remaining one takes it.
+        const heir = removed.isDefault
+          ? state.addresses.filter((a) => a.id !== removed.id).at(-1)
+          : undefined;
+        if (heir)
+          events.push({
+            type: 'DefaultAddressChanged',
+            data: { addressId: heir.id, userId: command.userId, previousId: removed.id },
+          });
+        return right(events);
+      }
+      case 'MakeDefaultAddress': {
+        const chosen = state.addresses.find((a) => a.id === command.addressId);
+        if (!chosen) return left(notYours);
+        if (chosen.isDefault) return right([]);
+        const current = state.addresses.find((a) => a.isDefault)?.id ?? null;
+        return right([
+          {
+            type: 'DefaultAddressChanged',
+            data: { addressId: chosen.id, userId: command.userId, previousId: current },
+          },
+        ]);
+      }
       default:
-        return assertNever(command.type);
+        return assertNever(command);
     }
   },
 };

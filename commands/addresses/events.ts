@@ -26,6 +26,12 @@ export type DefaultAddressChanged = DomainEvent<
   { addressId: string; userId: string; previousId: string | null }
 >;
 
-export type AddressEvent = AddressAdded | DefaultAddressChanged;
+/** The user removed `addressId`; a removed default is followed by the move of the default to another one. */
+export type AddressRemoved = DomainEvent<
+  'AddressRemoved',
+  { addressId: string; userId: string; removedAt: string }
+>;
+
+export type AddressEvent = AddressAdded | DefaultAddressChanged | AddressRemoved;
 
 export const addressStream = (userId: string) => `addresses-${userId}`;

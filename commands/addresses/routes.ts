@@ -5,8 +5,9 @@ import { runCommand } from '../../src/http/command';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { toAddressOut } from '../../src/resources/address';
-import { CreateAddressBody } from './codecs';
-import { addressBook } from './decider';
+import type Koa from 'koa';
+import { AddressIdPath, CreateAddressBody } from './codecs';
+import { addressBook, type AddressCommand } from './decider';
 import { addressStream } from './events';
 
 export function addressCommands(deps: AppDeps): Router {
@@ -27,23 +28,42 @@ export function addressCommands(deps: AppDeps): Router {
       details: '',
       ...given,
     };
-    const { state } = await runCommand(
-      deps,
-      ctx,
-      addressStream(userId),
-      addressBook,
-      {
-        type: 'AddAddress',
-        userId,
-        addressId: deps.newId(),
-        fields,
-        makeDefault: isDefault === true,
-        now: deps.clock().toISOString(),
-      },
-      ['addresses'],
-    );
-    // Built from the write model: exact even if the read model is still catching up.
-    ctx.body = [...state.addresses].reverse().map(toAddressOut);
+    await changeAddresses(deps, ctx, {
+      type: 'AddAddress',
+      userId,
+      addressId: deps.newId(),
+      fields,
+      makeDefault: isDefault === true,
+      now: deps.clock().toISOString(),
+    });
+  });
+
+  // Added: removes one of the caller's addresses; when it was the default, the newest one left takes it.
+  router.delete('/api/v1/nav/addreses/:address_id', authenticated(), idempotent(deps), async (ctx) => {
+    const addressId = decode(AddressIdPath, ctx.params, 'path').address_id.toLowerCase();
+    const { userId } = currentPrincipal(ctx);
+    await changeAddresses(deps, ctx, {
+      type: 'RemoveAddress',
+      userId,
+      addressId,
+      now: deps.clock().toISOString(),
+    });
+  });
+
+  // Added: makes one of the caller's addresses the default (the interface document only sets it on creation).
+  router.put('/api/v1/nav/addreses/:address_id/default', authenticated(), async (ctx) => {
+    const addressId = decode(AddressIdPath, ctx.params, 'path').address_id.toLowerCase();
+    const { userId } = currentPrincipal(ctx);
+    await changeAddresses(deps, ctx, { type: 'MakeDefaultAddress', userId, addressId });
   });
   return router;
+}
+
+/** Decides `command` on the caller's address book and answers the whole list, newest first, as GET does. */
+async function changeAddresses(deps: AppDeps, ctx: Koa.Context, command: AddressCommand) {
+  const { state } = await runCommand(deps, ctx, addressStream(command.userId), addressBook, command, [
+    'addresses',
+  ]);
+  // Built from the write model: exact even if the read model is still catching up.
+  ctx.body = [...state.addresses].reverse().map(toAddressOut);
 }

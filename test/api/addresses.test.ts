@@ -304,3 +304,117 @@ describe('saved addresses (endpoints 32, 33)', () => {
     });
   });
 });
+
+describe('removing an address and choosing the default (added)', () => {
+  let t: TestSystem;
+  beforeAll(async () => {
+    t = await startTestSystem();
+  });
+  afterAll(() => t.close());
+
+  const newUser = () => {
+    const id = randomUUID();
+    return { id, token: t.token(id, ['client']) };
+  };
+  const save = async (token: string, body: Record<string, unknown>) =>
+    (await t.request('POST', PATH, { token, body })).body[0].id as string;
+  const names = (list: { name: string; isDefault: boolean }[]) => list.map((a) => [a.name, a.isDefault]);
+
+  it('DELETE removes the address and answers the list left; GET agrees at once', async () => {
+    const u = newUser();
+    await save(u.token, home);
+    const officeId = await save(u.token, office);
+    const res = await t.request('DELETE', `${PATH}/${officeId}`, { token: u.token });
+    expect(res.status).toBe(200);
+    expect(names(res.body)).toEqual([['Home', true]]);
+    expect((await t.request('GET', PATH, { token: u.token })).body).toEqual(res.body);
+  });
+
+  it('passes a removed default to the newest address left, so there is still exactly one', async () => {
+    const u = newUser();
+    const homeId = await save(u.token, home);
+    await save(u.token, office);
+    await save(u.token, { ...office, name: 'Gym' });
+    const res = await t.request('DELETE', `${PATH}/${homeId}`, { token: u.token });
+    expect(names(res.body)).toEqual([
+      ['Gym', true],
+      ['Office', false],
+    ]);
+    expect(names((await t.request('GET', PATH, { token: u.token })).body)).toEqual(names(res.body));
+    // The last one goes too: no address, no default; the next one saved is the default again.
+    for (const a of res.body) await t.request('DELETE', `${PATH}/${a.id}`, { token: u.token });
+    expect((await t.request('GET', PATH, { token: u.token })).body).toEqual([]);
+    expect(names((await t.request('POST', PATH, { token: u.token, body: office })).body)).toEqual([
+      ['Office', true],
+    ]);
+  });
+
+  it("answers 404 address_not_found for an unknown, removed or another user's address, and changes nothing", async () => {
+    const u = newUser();
+    const other = newUser();
+    const theirs = await save(other.token, home);
+    const mine = await save(u.token, home);
+    await t.request('DELETE', `${PATH}/${mine}`, { token: u.token });
+    for (const id of [randomUUID(), mine, theirs])
+      for (const [method, path] of [
+        ['DELETE', `${PATH}/${id}`],
+        ['PUT', `${PATH}/${id}/default`],
+      ] as const) {
+        const res = await t.request(method, path, { token: u.token });
+        expect([method, res.status, res.body]).toEqual([
+          method,
+          404,
+          { error: 'address_not_found', message: 'no such address of yours', code: 404 },
+        ]);
+      }
+    expect(names((await t.request('GET', PATH, { token: other.token })).body)).toEqual([['Home', true]]);
+    const malformed = await t.request('DELETE', `${PATH}/not-a-uuid`, { token: u.token });
+    expect(malformed.status).toBe(422);
+    expect(malformed.body.detail[0].loc).toEqual(['path', 'address_id']);
+    expect((await t.request('DELETE', `${PATH}/${theirs}`)).status).toBe(401);
+  });
+
+  it('PUT .../default moves the default; asking again for the default it has changes nothing', async () => {
+    const u = newUser();
+    const homeId = await save(u.token, home);
+    await save(u.token, { ...office, isDefault: true });
+    const res = await t.request('PUT', `${PATH}/${homeId.toUpperCase()}/default`, { token: u.token });
+    expect(res.status).toBe(200);
+    expect(names(res.body)).toEqual([
+      ['Office', false],
+      ['Home', true],
+    ]);
+    await t.request('PUT', `${PATH}/${homeId}/default`, { token: u.token });
+    const officeId = res.body[0].id;
+    const moved = await t.request('PUT', `${PATH}/${officeId}/default`, { token: u.token });
+    expect(names(moved.body)).toEqual([
+      ['Office', true],
+      ['Home', false],
+    ]);
+    expect((await t.request('GET', PATH, { token: u.token })).body).toEqual(moved.body);
+    // Moves recorded: Home (first address), Office (created so), Home, Office; the repeat recorded nothing.
+    const { events } = await t.system.deps.store.readStream(`addresses-${u.id}`);
+    expect(events.map((e) => e.type)).toEqual([
+      'AddressAdded',
+      'DefaultAddressChanged',
+      'AddressAdded',
+      'DefaultAddressChanged',
+      'DefaultAddressChanged',
+      'DefaultAddressChanged',
+    ]);
+  });
+
+  it('frees a place among the 100, and a DELETE repeated with its Idempotency-Key answers the same', async () => {
+    const u = newUser();
+    let last = '';
+    for (let i = 0; i < 100; i++) last = await save(u.token, { ...home, name: `A${i}` });
+    expect((await t.request('POST', PATH, { token: u.token, body: office })).status).toBe(409);
+    const headers = { 'idempotency-key': randomUUID() };
+    const first = await t.request('DELETE', `${PATH}/${last}`, { token: u.token, headers });
+    const again = await t.request('DELETE', `${PATH}/${last}`, { token: u.token, headers });
+    expect([first.status, again.status]).toEqual([200, 200]);
+    expect(again.body).toEqual(first.body);
+    expect(first.body).toHaveLength(99);
+    expect((await t.request('POST', PATH, { token: u.token, body: office })).status).toBe(200);
+  });
+});

@@ -94,6 +94,32 @@ describe("addressId is one of the coach's places (8)", () => {
   });
 });
 
+describe("a coach's removed address (DELETE /api/v1/nav/addreses/{id})", () => {
+  it('is no longer offered or bookable; a session booked there keeps it; travel counts from the new default', async () => {
+    const { coach, studio, park, serviceId } = await coachWithPlaces();
+    const client = await m.client();
+    const booked = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'], addressId: park });
+    expect(booked.status).toBe(200);
+    expect((await t.request('DELETE', `/api/v1/nav/addreses/${park}`, { token: coach.token })).status).toBe(
+      200,
+    );
+
+    const offered = await t.request('GET', `/api/v1/service/${serviceId}/availability?address_id=${park}`);
+    expect([offered.status, offered.body.error]).toEqual([404, 'address_not_found']);
+    const again = await book(client.token, serviceId, { slots: ['2026-12-02T12:00:00'], addressId: park });
+    expect([again.status, again.body.error]).toEqual([404, 'address_not_found']);
+    const session = await t.request('GET', `/api/v1/session/${booked.body[0].id}`, { token: client.token });
+    expect(session.body).toMatchObject({ addressId: park, minutesTravel: 0 });
+
+    // The studio (the default) goes too: nothing is left to travel from.
+    const before = await freeOn(serviceId, '2026-12-03', `&lat=${POTSDAM.lat}&lng=${POTSDAM.lng}`);
+    expect(before.travel).toBe(75);
+    await t.request('DELETE', `/api/v1/nav/addreses/${studio}`, { token: coach.token });
+    const after = await freeOn(serviceId, '2026-12-03', `&lat=${POTSDAM.lat}&lng=${POTSDAM.lng}`);
+    expect(after.travel).toBe(0);
+  });
+});
+
 describe('travel time (minutesTravel)', () => {
   it("is computed for a session at the client's place and blocked on the calendar before and after it", async () => {
     const { coach, studio, serviceId } = await coachWithPlaces();

@@ -91,4 +91,60 @@ describe('address book decider', () => {
     ].reduce(addressBook.evolve, addressBook.initialState());
     expect(state.addresses.filter((a) => a.isDefault).map((a) => a.id)).toEqual(['a2']);
   });
+
+  const removeCmd = (addressId: string): AddressCommand => ({
+    type: 'RemoveAddress',
+    userId: user,
+    addressId,
+    now: '2026-11-29T10:00:00.000Z',
+  });
+  const removed = (addressId: string): AddressEvent => ({
+    type: 'AddressRemoved',
+    data: { addressId, userId: user, removedAt: '2026-11-29T10:00:00.000Z' },
+  });
+  const makeDefault = (addressId: string): AddressCommand => ({
+    type: 'MakeDefaultAddress',
+    userId: user,
+    addressId,
+  });
+  const three = [added('a1'), defaulted('a1', null), added('a2'), added('a3')];
+
+  it('removes an address that is not the default, and nothing else', () => {
+    expect(given(three).when(removeCmd('a2'))).toEqual({ _tag: 'Right', right: [removed('a2')] });
+  });
+
+  it('passes a removed default to the newest address left', () => {
+    expect(given(three).when(removeCmd('a1'))).toEqual({
+      _tag: 'Right',
+      right: [removed('a1'), defaulted('a3', 'a1')],
+    });
+    // The newest left, not the newest ever: a3 was removed before.
+    const result = given([...three, removed('a3')]).when(removeCmd('a1'));
+    expect(isRight(result) && result.right[1]).toEqual(defaulted('a2', 'a1'));
+  });
+
+  it('removes the last address without naming a default', () => {
+    expect(given([added('a1'), defaulted('a1', null)]).when(removeCmd('a1'))).toEqual({
+      _tag: 'Right',
+      right: [removed('a1')],
+    });
+  });
+
+  it('refuses to remove or choose an address the user does not have (unknown or removed)', () => {
+    for (const command of [removeCmd('zz'), removeCmd('a2'), makeDefault('a2')]) {
+      const result = given([...three, removed('a2')]).when(command);
+      expect(isLeft(result) && result.left.code).toBe('address_not_found');
+    }
+  });
+
+  it('moves the default on request, naming the previous one; the default it has already is no change', () => {
+    expect(given(three).when(makeDefault('a2'))).toEqual({ _tag: 'Right', right: [defaulted('a2', 'a1')] });
+    expect(given(three).when(makeDefault('a1'))).toEqual({ _tag: 'Right', right: [] });
+  });
+
+  it('evolves a removal out of the book and frees its place among the ' + MAX_ADDRESSES, () => {
+    const full = Array.from({ length: MAX_ADDRESSES }, (_, i) => added(`a${i}`));
+    const result = given([...full, removed('a7')]).when(add('one-more'));
+    expect(isRight(result)).toBe(true);
+  });
 });

@@ -555,6 +555,16 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: { codec: CreateAddressBody },
     answer: list(A.AddressOutCodec),
   },
+  'DELETE /api/v1/nav/addreses/:address_id': {
+    tag: 'Addresses',
+    summary: 'Remove one of your addresses (a removed default passes to the newest one left); answers the list',
+    answer: list(A.AddressOutCodec),
+  },
+  'PUT /api/v1/nav/addreses/:address_id/default': {
+    tag: 'Addresses',
+    summary: 'Make one of your addresses the default; answers the list',
+    answer: list(A.AddressOutCodec),
+  },
   // Operations
   'GET /healthz': {
     tag: 'Operations',
