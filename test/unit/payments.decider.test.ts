@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { isLeft, isRight } from 'fp-ts/Either';
 import { paymentDecider, type PaymentCommand } from '../../commands/payments/decider';
 import { PAYMENT_STATUSES, type PaymentEvent, type PaymentStatus } from '../../commands/payments/events';
@@ -101,6 +103,18 @@ describe('payment decider', () => {
           DESIGN_TABLE[from].includes(to) ? [expect.objectContaining({ from, to })] : 'invalid_transition',
         ]);
       }
+  });
+
+  it('is the table docs/api.md states ("Payment transitions"), not only a design note outside the repository', () => {
+    const doc = fs.readFileSync(path.join(__dirname, '../../docs/api.md'), 'utf8');
+    const section = doc.split('### Payment transitions\n')[1]?.split('\n#')[0] ?? '';
+    const stated = Object.fromEntries(
+      [...section.matchAll(/^\| `(\w+)` +\| (.*?) *\|$/gm)].map(([, from, to]) => [
+        from,
+        to === '(none)' ? [] : [...to!.matchAll(/`(\w+)`/g)].map((m) => m[1]),
+      ]),
+    );
+    expect(stated).toEqual(DESIGN_TABLE);
   });
 
   const refused: [PaymentStatus, PaymentStatus][] = [
