@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { calendarStream } from '../../commands/calendar/events';
+import { bookingStream } from '../../commands/booking/events';
+import { paymentStream } from '../../commands/payments/events';
 import { bookingTerms, eventually } from '../support/marketplace';
 import { type TestSystem } from '../support/system';
 import { apiSuite, type Marketplace } from '../support/apiSuite';
@@ -424,6 +426,31 @@ describe('bookings follow their payment, and heal after a crash', () => {
       (x) => x.status === 'refund' && x.history.at(-1)?.to === 'refund',
     );
     expect(p.history.at(-1)).toMatchObject({ from: 'received', to: 'refund', reason: 'booking_canceled' });
+  });
+
+  it('a delivered payment is left as it is when its booking is canceled: the service refunds only a received one', async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const b = await booked();
+    for (const status of ['checkout', 'received', 'delivered'])
+      expect(
+        (
+          await t.request('POST', `/api/v1/payment/private/payment/${b.session.paymentId}/update`, {
+            token: service,
+            body: { status },
+          })
+        ).status,
+      ).toBe(200);
+    expect((await act(b.coach.token, b.session.id, 'cancel', { reason: 'ill' })).body.state).toBe('canceled');
+    // Once every process has handled the cancellation, the payment has not moved.
+    const { events } = await t.system.deps.store.readStream(bookingStream(b.session.groupId));
+    expect(await t.system.runner.waitFor(events.at(-1)!.position, 5000)).toBe(true);
+    const payment = await t.system.deps.store.readStream(paymentStream(b.session.paymentId));
+    expect(payment.events.map((e) => (e.data as { to?: string }).to ?? e.type)).toEqual([
+      'PaymentCreated',
+      'checkout',
+      'received',
+      'delivered',
+    ]);
   });
 
   it('a payment that fails after its booking was canceled is canceled at once, not left open to 17 until its deadline', async () => {
