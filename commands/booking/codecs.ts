@@ -72,10 +72,11 @@ export const BookingBody = strict(
 );
 export type BookingBody = t.TypeOf<typeof BookingBody>;
 
-export const ReasonBody = strict({}, { reason: boundedString(1000) }, 'ReasonIn');
+// Optional fields sent as `null` are read as not sent, as in the booking body.
+export const ReasonBody = strict({}, { reason: orNull(boundedString(1000)) }, 'ReasonIn');
 export const DisputeBody = strict({ reason: requiredText(2000) }, {}, 'DisputeIn');
 export const ReviewBody = strict(
   { rating: intIn(1, 5, 'rating') },
-  { comment: boundedString(2000) },
+  { comment: orNull(boundedString(2000)) },
   'ReviewIn',
 );

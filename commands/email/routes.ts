@@ -6,7 +6,7 @@ import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
-import { Uuid, boundedString, decode, strict } from '../../src/http/validation';
+import { Uuid, boundedString, decode, orNull, strict } from '../../src/http/validation';
 import { readState } from '../../src/commandHandler';
 import { booking as bookingDecider } from '../booking/decider';
 import { bookingStream, type SessionsBooked } from '../booking/events';
@@ -17,7 +17,7 @@ import { emailStream, type EmailFacts, type EmailRequested, type EmailTemplate }
 
 export const VerificationBody = strict(
   {},
-  { code: boundedString(100, 1), link: boundedString(2000, 1) },
+  { code: orNull(boundedString(100, 1)), link: orNull(boundedString(2000, 1)) },
   'Verification',
 );
 /**
@@ -25,7 +25,7 @@ export const VerificationBody = strict(
  * longest a session action takes (a dispute's, 2000 characters: commands/booking/codecs.ts), so the
  * caller can pass on the reason the party gave.
  */
-export const SessionEmailBody = strict({}, { reason: boundedString(2000) }, 'SessionEmail');
+export const SessionEmailBody = strict({}, { reason: orNull(boundedString(2000)) }, 'SessionEmail');
 const UserPath = t.type({ user_id: Uuid });
 const GroupPath = t.type({ user_id: Uuid, group_id: Uuid });
 const SessionPath = t.type({ user_id: Uuid, session_id: Uuid });
@@ -73,7 +73,8 @@ export function emailCommands(deps: AppDeps): Router {
   // 18. Verification e-mail to the user's profile address, with the caller's code and/or link.
   router.post('/api/v1/notification/private/email/:user_id/verification', ...guard, async (ctx) => {
     const userId = decode(UserPath, ctx.params, 'path').user_id.toLowerCase();
-    const body = decode(VerificationBody, ctx.request.body, 'body');
+    // `null` is not sent, as for every optional field of these bodies.
+    const { code, link } = decode(VerificationBody, ctx.request.body, 'body');
     const profile = await recipient(userId);
     await request(
       ctx,
@@ -84,7 +85,8 @@ export function emailCommands(deps: AppDeps): Router {
         template: 'verification',
         role: 'user',
         recipientName: profile.firstName,
-        ...body,
+        ...(code ? { code } : {}),
+        ...(link ? { link } : {}),
       },
     );
   });

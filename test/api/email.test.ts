@@ -689,6 +689,30 @@ describe('private e-mail endpoints (18 to 23)', () => {
     expect(tooLong.body.detail[0]).toMatchObject({ loc: ['body', 'reason'] });
   });
 
+  it('reads optional fields sent as null as not sent: no reason, no code', async () => {
+    const { coach, session } = await booked();
+    const base = `/api/v1/notification/private/email`;
+    const declined = await t.request('POST', `${base}/${coach.id}/session/${session.id}/decline`, {
+      token: m.service(),
+      body: { reason: null },
+    });
+    expect(declined.status).toBe(200);
+    const verify = await t.request('POST', `${base}/${coach.id}/verification`, {
+      token: m.service(),
+      body: { code: null, link: 'https://example.com/verify?t=1' },
+    });
+    expect(verify.status).toBe(200);
+    for (const id of [declined.body.id, verify.body.id]) {
+      const [requested] = (await t.system.deps.store.readStream(`email-${id}`)).events;
+      const facts = (requested!.data as { facts: Record<string, unknown> }).facts;
+      expect([facts.reason, facts.code]).toEqual([undefined, undefined]);
+    }
+    const mails = await mailsTo(emailOf(coach.id), 3);
+    const verification = mails.find((x) => x.subject === 'Verify your e-mail address')!;
+    expect(verification.text).toContain('Open: https://example.com/verify?t=1');
+    expect(mails.find((x) => x.subject.startsWith('Session declined'))!.text).not.toContain('Reason:');
+  });
+
   it('guards, validates and answers 404 for unknown users and sessions the user is no party of', async () => {
     const { coach, client, session } = await booked();
     const base = `/api/v1/notification/private/email`;

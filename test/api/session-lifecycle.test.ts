@@ -75,6 +75,30 @@ describe('session lifecycle', () => {
     });
   });
 
+  it('reads an optional reason or comment sent as null as not sent, as the booking body does', async () => {
+    const declined = await booked();
+    const res = await act(declined.coach.token, declined.session.id, 'decline', { reason: null });
+    expect([res.status, res.body.state]).toEqual([200, 'declined']);
+    clock.set('2026-12-01T08:00:00Z');
+    const canceled = await booked();
+    const cancel = await act(canceled.client.token, canceled.session.id, 'cancel', { reason: null });
+    expect([cancel.status, cancel.body.state]).toEqual([200, 'canceled']);
+    const reviewed = await booked();
+    await act(reviewed.coach.token, reviewed.session.id, 'approve');
+    clock.set('2026-12-02T10:05:00Z');
+    await act(reviewed.coach.token, reviewed.session.id, 'complete');
+    const review = await act(reviewed.client.token, reviewed.session.id, 'review', {
+      rating: 5,
+      comment: null,
+    });
+    expect([review.status, review.body.reviewed]).toEqual([200, true]);
+    const reviews = await t.request('GET', `/api/v1/service/${reviewed.coach.id}/reviews`);
+    expect(reviews.body[0]).toMatchObject({ rating: 5, comment: '', sessionId: reviewed.session.id });
+    // A value of the wrong type is still 422 at the field.
+    const wrong = await act(reviewed.client.token, reviewed.session.id, 'dispute', { reason: 5 });
+    expect(wrong.body.detail[0].loc).toEqual(['body', 'reason']);
+  });
+
   it('decline frees the slot at once', async () => {
     const { coach, serviceId, session } = await booked();
     expect(await freeSlots(serviceId)).not.toContain(SLOT);
