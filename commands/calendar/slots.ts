@@ -170,6 +170,34 @@ export function parseLocal(slot: string, zone: string): DateTime | null {
 /** The calendar date after `date` (YYYY-MM-DD). */
 const nextDate = (date: string) => new Date(Date.parse(date) + 86_400_000).toISOString().slice(0, 10);
 
+/**
+ * The instant the wall clock of `zone` reaches `minutes` after the start of local `date` (past 1440 into the
+ * next day). A wall time skipped by a spring change is never shown: it is reached when the clock jumps past it.
+ * In an autumn fold this is its later occurrence (the wall-minute rule of `startsIn` holds a session to the
+ * earlier one).
+ */
+function wallInstant(date: string, minutes: number, zone: string): number {
+  let d = date;
+  let m = minutes;
+  for (; m >= 1440; m -= 1440) d = nextDate(d);
+  const [year, month, day] = d.split('-').map(Number) as [number, number, number];
+  const hour = Math.floor(m / 60);
+  const dt = DateTime.fromObject({ year, month, day, hour, minute: m % 60 }, { zone: zoneOf(zone) });
+  // Luxon moves a skipped wall time forward by the gap (read with the offset before the change).
+  const shift = dt.toMillis() + dt.offset * 60_000 - Date.UTC(year, month - 1, day, hour, m % 60);
+  if (shift <= 0) return dt.toMillis();
+  // The change lies between the wall time read with the offset after it and with the one before: the first
+  // minute with the later offset (changes fall on whole minutes).
+  let lo = dt.toMillis() - shift;
+  let hi = dt.toMillis();
+  while (hi - lo > 60_000) {
+    const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000;
+    if (dt.zone.offset(mid) === dt.offset) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
 const overlaps = (aStart: number, aEnd: number, bStart: number, bEnd: number) =>
   aStart < bEnd && bStart < aEnd;
 
@@ -373,6 +401,12 @@ export function freeSlotsUntil(
         : null;
     const midnightUtc = Date.UTC(day.year, day.month - 1, day.day);
     for (const interval of stretchesOn(hoursOn(schedule, day), hoursOn(schedule, next))) {
+      // The instant the hours end: on a DST change day a session's wall-clock end is not its start plus its
+      // length (01:00 plus 90 minutes is 03:30 when 02:00 becomes 03:00), so it is held to this instant too.
+      const hoursEnd =
+        steadyOffset !== null && interval.reach <= 1440
+          ? midnightUtc + (interval.reach - steadyOffset) * 60_000
+          : wallInstant(date, interval.reach, zone);
       for (const m of startsIn(interval, rules, day.weekday)) {
         if (onlyParts && m !== onlyMinute) continue;
         const label = `${date}T${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}:00`;
@@ -384,6 +418,7 @@ export function freeSlotsUntil(
           s = start.toMillis();
         }
         const e = s + rules.minutesDuration * 60_000;
+        if (e > hoursEnd) continue;
         if (s < earliest) continue;
         if (s > latest) {
           until = Math.min(until, s - windowMs);

@@ -65,6 +65,32 @@ describe('freeSlots across daylight-saving transitions (Europe/Berlin)', () => {
     });
   });
 
+  it('ends a session by the end of the hours on the wall clock, across the spring gap too', () => {
+    // Sunday 01:00-03:00 is one real hour on 28 Mar 2027: a 90-minute session from 01:00 would run to 03:30.
+    const short: Schedule = {
+      timezone: 'Europe/Berlin',
+      weekly: { sunday: [{ start: '01:00', end: '03:00' }] },
+      overrides: {},
+    };
+    expect(freeSlots(short, [], rules({ minutesDuration: 90 }), '2027-03-28', '2027-03-28', now)).toEqual([]);
+    expect(labels(freeSlots(short, [], rules(), '2027-03-28', '2027-03-28', now))).toEqual(['01:00']);
+    // The same hours a week later are two real hours: 01:00 is offered for 90 minutes.
+    expect(
+      labels(freeSlots(short, [], rules({ minutesDuration: 90 }), '2027-04-04', '2027-04-04', now)),
+    ).toEqual(['01:00']);
+    // A session of the day before a skipped midnight (America/Santiago, 6 Sep 2026) may end at its 24:00.
+    const santiago: Schedule = {
+      timezone: 'America/Santiago',
+      weekly: { saturday: [{ start: '22:00', end: '24:00' }] },
+      overrides: {},
+    };
+    const before = new Date('2026-01-01T00:00:00Z');
+    expect(labels(freeSlots(santiago, [], rules(), '2026-09-05', '2026-09-05', before))).toEqual([
+      '22:00',
+      '23:00',
+    ]);
+  });
+
   it('keeps local midnight when stepping days across a transition', () => {
     const daily: Schedule = {
       timezone: 'Europe/Berlin',
