@@ -120,6 +120,26 @@ export async function readMultipart(
   const cleanup = async () => {
     await Promise.all(Object.values(files).map((f) => fsp.rm(f.path, { force: true })));
   };
+  // A file field that came as text: a part without a file name (busboy reads it so, and `filename=""` too
+  // unless typed application/octet-stream). Empty (`form.append('preview', file ?? '')`), it is no file
+  // sent, as an empty file input is; else the file's bytes were sent as text, which was answered "Extra
+  // inputs are not permitted" at a field the endpoint takes, or 400 "not valid UTF-8".
+  const text = (ctx.request.body ?? {}) as Record<string, unknown>;
+  const asText: ValidationIssue[] = [];
+  for (const { name } of opts.files) {
+    if (!Object.prototype.hasOwnProperty.call(text, name) || text[name] === undefined) continue;
+    if (text[name] === '') delete text[name];
+    else
+      asText.push({
+        loc: ['body', name],
+        msg: 'Send the file as a file part (with a file name), not as text',
+        type: 'value_error',
+      });
+  }
+  if (asText.length) {
+    await cleanup();
+    throw new ValidationError(asText);
+  }
   // Text that was not UTF-8 (or not in the charset its part names) reaches us decoded with U+FFFD in place
   // of each byte that could not be read: "René" sent in Latin-1 was stored as "Ren\ufffd" and answered 200.
   // The replacement character is the only trace busboy leaves, so it is refused wherever it stands (400, as
