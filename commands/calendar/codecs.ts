@@ -16,8 +16,15 @@ const Interval = refine(
   'interval',
   'end should be after start',
 );
-const Intervals = refine(
+// A day's hours that are not a list are told so (a refinement's own message is for a list that overlaps).
+const IntervalList = refine(
   t.array(Interval),
+  () => true,
+  'intervals',
+  'Input should be a list of intervals {start, end}',
+);
+const Intervals = refine(
+  IntervalList,
   (list) =>
     [...list]
       .sort((a, b) => a.start.localeCompare(b.start))
@@ -67,7 +74,12 @@ export const ScheduleBody = strict(
   },
   {
     overrides: refine(
-      t.record(t.string, Intervals),
+      refine(
+        t.record(t.string, Intervals),
+        () => true,
+        'overrides',
+        'Input should be an object of dates YYYY-MM-DD, each with a list of intervals',
+      ),
       (r) => Object.keys(r).every((k) => IsoDate.is(k)) && Object.keys(r).length <= 400,
       'overrides',
       'keys should be dates YYYY-MM-DD (at most 400)',

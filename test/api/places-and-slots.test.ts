@@ -594,6 +594,65 @@ describe("the coach's hours as one stretch of time", () => {
     expect((await t.request('GET', '/api/v1/coach/schedule')).status).toBe(401);
   });
 
+  it("names what is wrong with a day's hours (422 at the day, the interval or its time)", async () => {
+    const coach = await m.coach();
+    const put = async (weekly: unknown, overrides?: unknown) =>
+      (
+        await t.request('PUT', '/api/v1/coach/schedule', {
+          token: coach.token,
+          body: { timezone: 'UTC', weekly, ...(overrides === undefined ? {} : { overrides }) },
+        })
+      ).body.detail;
+    const h = (start: string, end: string) => ({ start, end });
+    const list = 'Input should be a list of intervals {start, end}';
+    expect(await put({ monday: null })).toEqual([
+      { loc: ['body', 'weekly', 'monday'], msg: list, type: 'invalid_intervals' },
+    ]);
+    expect(await put({ monday: '09:00-12:00' })).toEqual([
+      { loc: ['body', 'weekly', 'monday'], msg: list, type: 'invalid_intervals' },
+    ]);
+    expect(await put({}, { '2026-12-24': null })).toEqual([
+      { loc: ['body', 'overrides', '2026-12-24'], msg: list, type: 'invalid_intervals' },
+    ]);
+    expect(await put({ monday: [h('09:00', '12:00'), h('11:00', '13:00')] })).toEqual([
+      {
+        loc: ['body', 'weekly', 'monday'],
+        msg: 'intervals of one day should not overlap',
+        type: 'invalid_intervals',
+      },
+    ]);
+    // Hours run to 24:00 at the latest; a night is two days' hours (22:00-24:00, then 00:00-02:00).
+    expect(await put({ monday: [h('22:00', '02:00')] })).toEqual([
+      { loc: ['body', 'weekly', 'monday', 0], msg: 'end should be after start', type: 'invalid_interval' },
+    ]);
+    for (const [bad, at] of [
+      [h('9:5', '10:00'), 'start'],
+      [h('09:00', '25:00'), 'end'],
+      [h('09:00:00', '10:00'), 'start'],
+    ] as const)
+      expect(await put({ monday: [bad] })).toEqual([
+        {
+          loc: ['body', 'weekly', 'monday', 0, at],
+          msg: 'Input should be a time HH:mm',
+          type: 'invalid_time',
+        },
+      ]);
+    expect(await put({}, [])).toEqual([
+      {
+        loc: ['body', 'overrides'],
+        msg: 'Input should be an object of dates YYYY-MM-DD, each with a list of intervals',
+        type: 'invalid_overrides',
+      },
+    ]);
+    expect(await put({}, { '2026-02-30': [] })).toEqual([
+      {
+        loc: ['body', 'overrides'],
+        msg: 'keys should be dates YYYY-MM-DD (at most 400)',
+        type: 'invalid_overrides',
+      },
+    ]);
+  });
+
   it('offers a session spanning touching intervals (hours sent as hourly blocks)', async () => {
     const blocks = ['09', '10', '11'].map((h) => ({ start: `${h}:00`, end: `${Number(h) + 1}:00` }));
     const coach = await m.coach({ weekly: { wednesday: blocks } });
