@@ -21,10 +21,11 @@ export function bookingListProcess(store: EventStore): Projection {
       const reserved = recorded.data as SlotsReserved['data'];
       // Listed in the hold's own transaction: nothing to heal, nothing to read.
       if (writtenWith(recorded, clientBookingsStream(reserved.clientId))) return;
+      // The hold's own listing, as the route writes it: the hold's actor (the client who booked).
       await ensureListed(store, reserved, {
         causationId: recorded.id,
         correlationId: recorded.metadata.correlationId ?? recorded.id,
-        actor: SYSTEM_ACTOR,
+        actor: recorded.metadata.actor ?? SYSTEM_ACTOR,
       });
     },
   };

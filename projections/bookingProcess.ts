@@ -57,6 +57,15 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
     correlationId: cause.metadata.correlationId ?? cause.id,
     actor: SYSTEM_ACTOR,
   });
+  /**
+   * A hold's sessions and payment are the hold's own parts, written by the booking route when it gets
+   * there first: written from here they keep the hold's actor (the client who booked), so the log says
+   * who booked whoever wrote them; `causationId` still shows they were completed from the hold.
+   */
+  const holdPartsMetadata = (hold: RecordedEvent): EventMetadata => ({
+    ...metadataFor(hold),
+    actor: hold.metadata.actor ?? SYSTEM_ACTOR,
+  });
   const bookingOf = (groupId: string) => readState(store, bookingStream(groupId), booking);
   /** Whether any session of the booking is still on (not declined or canceled); false with no booking. */
   const anySessionLeft = (b: Booking) =>
@@ -112,7 +121,7 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
             writtenWith(recorded, paymentStream(event.data.terms.paymentId))
           )
             return;
-          await completeBooking(store, event.data, metadata);
+          await completeBooking(store, event.data, holdPartsMetadata(recorded));
           // A package's later sessions held after the package's payment was closed (on EventStoreDB the
           // hold cannot be conditioned on the payment, read just before): the payment's own cancel of the
           // package ran before they joined it, so they go now, or they would stay held with nothing to

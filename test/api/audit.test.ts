@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { eventually, marketplace } from '../support/marketplace';
+import type { SlotsReserved } from '../../commands/calendar/events';
+import { bookingTerms, eventually, marketplace } from '../support/marketplace';
 import { EventStoreUnavailableError } from '../../src/eventstore/types';
 import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
@@ -296,6 +297,62 @@ describe('payment and session audits show each event as every audit does', () =>
         createdAt: e.recordedAt,
       })),
     );
+  });
+});
+
+describe('who booked: a booking completed from its hold', () => {
+  it('shows the client who held the slots as the actor of the sessions, payment and listing, not the system', async () => {
+    // A booking request that died after its hold (on EventStoreDB the booking process races every request
+    // to write the rest): the process writes the sessions, the payment and the listing from the hold.
+    const clientId = randomUUID();
+    const coachId = randomUUID();
+    const actor = { userId: clientId, role: 'client' };
+    const requestId = randomUUID();
+    const terms = bookingTerms({ paymentExpiresAt: '2026-12-02T08:00:00.000Z' });
+    const sessionId = randomUUID();
+    const groupId = randomUUID();
+    const hold: SlotsReserved['data'] = {
+      coachId,
+      groupId,
+      serviceId: randomUUID(),
+      clientId,
+      groupSession: false,
+      maxGroupSize: 1,
+      timezone: 'Europe/Berlin',
+      sessions: [
+        {
+          sessionId,
+          startsAt: '2026-12-02T09:00:00.000Z',
+          endsAt: '2026-12-02T10:00:00.000Z',
+          slot: '2026-12-02T10:00:00',
+        },
+      ],
+      terms,
+      reservedAt: '2026-12-01T08:00:00.000Z',
+    };
+    const { store } = t.system.deps;
+    await store.append(`calendar-${coachId}`, [
+      { type: 'SlotsReserved', data: hold, metadata: { actor, requestId, correlationId: requestId } },
+    ]);
+    const holdId = (await store.readStream(`calendar-${coachId}`)).events[0]!.id;
+    await eventually(
+      async () => (await store.readStream(`bookings-of-${clientId}`)).events.length,
+      (n) => n > 0,
+    );
+    await settled();
+
+    const session = await audit(`/api/v1/audit/sessions/${sessionId}/events`);
+    expect(session.status).toBe(200);
+    expect(session.body.lastChange).toMatchObject({ type: 'SessionsBooked', actor });
+    const payment = await audit(`/api/v1/audit/payments/${terms.paymentId}/events`);
+    expect(payment.body.stateAt.lastChange).toMatchObject({ type: 'PaymentCreated', actor });
+    const listing = await audit(`/api/v1/audit/streams/bookings-of-${clientId}`);
+    for (const e of [session.body.events[0], payment.body.events[0], listing.body.events[0]])
+      // Written by the booking process from the hold: caused by it, in the request's correlation.
+      expect([e.type, e.metadata]).toEqual([
+        e.type,
+        expect.objectContaining({ actor, causationId: holdId, correlationId: requestId }),
+      ]);
   });
 });
 
