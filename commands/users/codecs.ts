@@ -10,6 +10,7 @@ import {
   strict,
   requiredText,
   linkText,
+  orNull,
 } from '../../src/http/validation';
 import { isMailbox } from '../../src/mail/compose';
 import { zoneName } from '../../src/zoneName';
@@ -109,7 +110,8 @@ export const UpsertUserProfileBody = strict(
     timezone: IanaTimezone,
     languages: Languages,
     gender: text(40),
-    birthDate: t.union([BirthDate, t.null]),
+    // null clears it; a value that is no date gets the date's error alone (a plain union added "Input should be null").
+    birthDate: orNull(BirthDate),
     description: text(5000),
     type: t.keyof({ client: null, coach: null }, 'user type (client or coach)'),
     experience: intIn(0, 100, 'years of experience'),

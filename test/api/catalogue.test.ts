@@ -120,6 +120,29 @@ describe('PUT /api/v1/users/{user_id}', () => {
     );
   });
 
+  it('answers a birthDate that is no date with one error, the date\'s (not also "Input should be null")', async () => {
+    const client = await newClient();
+    for (const birthDate of ['1899-12-31', '01/02/1990', 19900102, true]) {
+      const res = await putUser(client.id, { birthDate });
+      expect([birthDate, res.status, res.body]).toEqual([
+        birthDate,
+        422,
+        {
+          detail: [
+            {
+              loc: ['body', 'birthDate'],
+              msg: 'Input should be a valid date in the format YYYY-MM-DD',
+              type: 'invalid_date',
+            },
+          ],
+        },
+      ]);
+    }
+    // null still clears it.
+    expect((await putUser(client.id, { birthDate: '1990-05-01' })).body.birthDate).toBe('1990-05-01');
+    expect((await putUser(client.id, { birthDate: null })).body.birthDate).toBeNull();
+  });
+
   it('refuses a birthDate in the future (422 at birthDate), on create and on edit', async () => {
     const nextYear = `${new Date().getUTCFullYear() + 1}-06-01`;
     const created = await putUser(randomUUID(), {
