@@ -43,6 +43,14 @@ export function baseName(filename: string): string {
   return base === '.' || base === '..' ? '' : base;
 }
 
+/** What `readMultipart` watches of busboy: the file parts, with their name as sent (or none). */
+interface NamelessWatch extends NodeJS.WritableStream {
+  on(
+    event: 'file',
+    listener: (name: string, stream: NodeJS.ReadableStream, info: { filename?: string }) => void,
+  ): this;
+}
+
 const MULTIPART = Symbol('multipart');
 
 /**
@@ -83,10 +91,24 @@ export async function readMultipart(
   const boundary = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(ctx.get('content-type'));
   if (boundary && !(boundary[1] ?? boundary[2]))
     throw new HttpError(400, 'bad_request', 'malformed multipart body (the boundary is empty)');
+  // A part of a file field without a file name typed application/octet-stream reaches multer as a file,
+  // which it drops without a word: a replace answered 200 and replaced nothing. Those with bytes in them are
+  // noted here (an empty one is a file input left empty, no file sent). Multer's types lack the option.
+  const nameless = new Set<string>();
+  const watchNameless = {
+    streamHandler: (req: NodeJS.ReadableStream, busboy: NamelessWatch) => {
+      busboy.on('file', (name, stream, info) => {
+        if (!info.filename && opts.files.some((f) => f.name === name))
+          stream.once('data', () => nameless.add(name));
+      });
+      req.pipe(busboy);
+    },
+  };
   const upload = multer({
     storage: multer.diskStorage({ destination: opts.tmpDir }),
     ...UTF8_FILENAMES,
     ...KEEP_PATHS,
+    ...watchNameless,
     limits: {
       fileSize: opts.maxBytes,
       // No count of files: an extra one is an unknown or repeated field, 422 from `fields()` below (a
@@ -123,16 +145,17 @@ export async function readMultipart(
   // A file field that came as text: a part without a file name (busboy reads it so, and `filename=""` too
   // unless typed application/octet-stream). Empty (`form.append('preview', file ?? '')`), it is no file
   // sent, as an empty file input is; else the file's bytes were sent as text, which was answered "Extra
-  // inputs are not permitted" at a field the endpoint takes, or 400 "not valid UTF-8".
+  // inputs are not permitted" at a field the endpoint takes, or 400 "not valid UTF-8". So is one dropped
+  // above with bytes in it.
   const text = (ctx.request.body ?? {}) as Record<string, unknown>;
   const asText: ValidationIssue[] = [];
   for (const { name } of opts.files) {
-    if (!Object.prototype.hasOwnProperty.call(text, name) || text[name] === undefined) continue;
-    if (text[name] === '') delete text[name];
-    else
+    const sentAsText = Object.prototype.hasOwnProperty.call(text, name) && text[name] !== undefined;
+    if (sentAsText && text[name] === '') delete text[name];
+    else if (sentAsText || nameless.has(name))
       asText.push({
         loc: ['body', name],
-        msg: 'Send the file as a file part (with a file name), not as text',
+        msg: 'Send the file as a file part, with a file name',
         type: 'value_error',
       });
   }
