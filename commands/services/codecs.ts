@@ -6,6 +6,7 @@ import {
   boundedString,
   finiteNumberIn,
   intIn,
+  orNull,
   refine,
   strict,
   requiredText,
@@ -95,6 +96,7 @@ export type CreateServiceBody = t.TypeOf<typeof CreateServiceBody>;
 export const UpdateServiceBody = strict({}, { ...required, ...optional }, 'ServiceUpdate');
 export type UpdateServiceBody = t.TypeOf<typeof UpdateServiceBody>;
 
-export const RejectServiceBody = strict({}, { reason: boundedString(1000) }, 'ServiceRejection');
+// `null` is read as not sent, as for every optional reason.
+export const RejectServiceBody = strict({}, { reason: orNull(boundedString(1000)) }, 'ServiceRejection');
 
 export const ServiceIdPath = t.type({ service_id: Uuid });

@@ -254,11 +254,13 @@ beforeAll(async () => {
     },
     'POST /api/v1/session/:session_id/decline': {
       valid: { reason: 'r' },
+      nullable: ['reason'],
       caller: () => coach.token,
       idempotent: true,
     },
     'POST /api/v1/session/:session_id/cancel': {
       valid: { reason: 'r' },
+      nullable: ['reason'],
       caller: () => client.token,
       idempotent: true,
     },
@@ -271,6 +273,7 @@ beforeAll(async () => {
     'POST /api/v1/session/:session_id/review': {
       body: 'required',
       valid: { rating: 5, comment: 'c' },
+      nullable: ['comment'],
       caller: () => client.token,
       idempotent: true,
     },
@@ -330,7 +333,7 @@ beforeAll(async () => {
       caller: () => coach.token,
     },
     'POST /api/v1/admin/services/:service_id/approve': { body: 'none' },
-    'POST /api/v1/admin/services/:service_id/reject': { valid: { reason: 'r' } },
+    'POST /api/v1/admin/services/:service_id/reject': { valid: { reason: 'r' }, nullable: ['reason'] },
     'GET /api/v1/coach/client/:client_id': { caller: () => coach.token },
     'GET /api/v1/service/:coach_id/reviews': { query: PAGING },
     'POST /api/v1/payment/private/payment/:payment_id/update': {
@@ -363,7 +366,10 @@ beforeAll(async () => {
     'GET /manage/admin/notifications': {
       query: { ...PAGING, user: ['x', '%00'], type: ['', 'x'.repeat(101)] },
     },
-    'POST /api/v1/notification/private/email/:user_id/verification': { valid: { code: '1', link: 'l' } },
+    'POST /api/v1/notification/private/email/:user_id/verification': {
+      valid: { code: '1', link: 'l' },
+      nullable: ['code', 'link'],
+    },
     'GET /api/v1/storage/profile/media': { query: { kind: ['', 'media', 'x'.repeat(300)] } },
     'DELETE /api/v1/storage/profile/media/:media_id': { body: 'none' },
     'GET /manage/admin/webhook-deliveries': {
@@ -374,7 +380,10 @@ beforeAll(async () => {
     'session/:group_id/booking',
     ...['approve', 'cancel', 'decline', 'dispute'].map((a) => `session/:session_id/${a}`),
   ])
-    specs[`POST /api/v1/notification/private/email/:user_id/${tpl}`] = { valid: { reason: 'r' } };
+    specs[`POST /api/v1/notification/private/email/:user_id/${tpl}`] = {
+      valid: { reason: 'r' },
+      nullable: ['reason'],
+    };
 
   const garbageTokens: [string, string][] = [
     ['garbage token', 'Bearer garbage'],

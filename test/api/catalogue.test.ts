@@ -331,6 +331,16 @@ describe('services: create, edit, approve, reject, read', () => {
     });
   });
 
+  it('reads a rejection reason sent as null as none, as every optional reason', async () => {
+    const coach = await newCoach();
+    const id = await newService(coach, {}, false);
+    const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
+      token: admin(),
+      body: { reason: null },
+    });
+    expect([rejected.status, rejected.body.status]).toEqual([200, 'rejected']);
+  });
+
   it('rejects, refuses approval of a rejected service (409), and resubmits it on edit', async () => {
     const coach = await newCoach();
     const id = await newService(coach, {}, false);
