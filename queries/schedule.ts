@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { Schedule } from '../commands/calendar/events';
+import { withoutPastOverrides } from '../commands/calendar/slots';
 import type { AppDeps } from '../src/deps';
 import { currentPrincipal, requireRole } from '../src/http/auth';
 import { notFound } from '../src/http/errors';
@@ -22,7 +23,11 @@ export function scheduleQueries(deps: AppDeps): Router {
     );
     // None published yet: no hours, in UTC (as availability reads a coach without a schedule).
     const s = res.rows[0]?.schedule ?? { timezone: 'UTC', weekly: {}, overrides: {} };
-    ctx.body = { timezone: s.timezone, weekly: s.weekly, overrides: s.overrides ?? {} };
+    // Days that went by since it was set are left out, as a PUT drops them.
+    ctx.body = withoutPastOverrides(
+      { timezone: s.timezone, weekly: s.weekly, overrides: s.overrides ?? {} },
+      deps.clock(),
+    );
   });
   return router;
 }

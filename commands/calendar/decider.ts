@@ -11,6 +11,7 @@ import {
   parseLocal,
   placeKey,
   slotRulesOf,
+  withoutPastOverrides,
   type Reservation,
 } from './slots';
 import { holdsAround, indexHold, unindexHold, type HoldsByDay } from './holdsByDay';
@@ -243,7 +244,11 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
         return right([
           {
             type: 'ScheduleSet',
-            data: { coachId: command.coachId, schedule: command.schedule, setAt: command.now },
+            data: {
+              coachId: command.coachId,
+              schedule: withoutPastOverrides(command.schedule, command.now),
+              setAt: command.now,
+            },
           },
         ]);
 

@@ -19,7 +19,7 @@ export function calendarCommands(deps: AppDeps): Router {
     if (!(await hasCoachProfile(deps.store, userId)))
       throw notFound('coach_not_found', 'create your coach profile first');
     const schedule = { timezone: body.timezone, weekly: body.weekly, overrides: body.overrides ?? {} };
-    await runCommand(
+    const { events } = await runCommand(
       deps,
       ctx,
       calendarStream(userId),
@@ -27,7 +27,9 @@ export function calendarCommands(deps: AppDeps): Router {
       { type: 'SetSchedule', coachId: userId, schedule, now: deps.clock().toISOString() },
       ['calendar'],
     );
-    ctx.body = schedule;
+    // As stored: overrides of days gone by are dropped (commands/calendar/slots.ts, withoutPastOverrides).
+    const [set] = events;
+    ctx.body = set?.type === 'ScheduleSet' ? set.data.schedule : schedule;
   });
   return router;
 }

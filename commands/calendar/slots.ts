@@ -464,6 +464,20 @@ export function freeSlotsUntil(
   return { slots: out, until };
 }
 
+/**
+ * The schedule without overrides of dates before yesterday in its zone: they can offer nothing (a session
+ * starting yesterday is over or under way, and yesterday is kept for a night's hours running on past
+ * midnight). Dropped when a schedule is set and when it is read, so a coach's app that reads the schedule,
+ * adds a day off and sends it all back never fills the 400 overrides with days gone by.
+ */
+export function withoutPastOverrides(schedule: Schedule, now: Date | string): Schedule {
+  const yesterday = DateTime.fromISO(localDate(now, schedule.timezone)).minus({ days: 1 }).toISODate()!;
+  const overrides = Object.fromEntries(
+    Object.entries(schedule.overrides).filter(([date]) => date >= yesterday),
+  );
+  return { ...schedule, overrides };
+}
+
 /** The local date of an instant in a zone. */
 export const localDate = (instant: Date | string, zone: string) =>
   DateTime.fromJSDate(typeof instant === 'string' ? new Date(instant) : instant, {

@@ -560,6 +560,49 @@ describe("the coach's hours as one stretch of time", () => {
     expect(await night()).toEqual(['2026-12-02T22:00:00']);
   });
 
+  it('drops overrides of days gone by (before yesterday in its zone) when set and when read', async () => {
+    const coach = await m.coach({ timezone: 'Europe/Berlin' });
+    const off = [] as { start: string; end: string }[];
+    const put = await t.request('PUT', '/api/v1/coach/schedule', {
+      token: coach.token,
+      body: {
+        timezone: 'Europe/Berlin',
+        weekly: {},
+        overrides: {
+          '2025-12-24': off,
+          '2026-11-29': off,
+          '2026-11-30': off,
+          '2026-12-01': off,
+          '2026-12-24': off,
+        },
+      },
+    });
+    const kept = { '2026-11-30': off, '2026-12-01': off, '2026-12-24': off };
+    expect([put.status, put.body.overrides]).toEqual([200, kept]);
+    const read = await t.request('GET', '/api/v1/coach/schedule', { token: coach.token });
+    expect(read.body.overrides).toEqual(kept);
+    // One set long ago (written so, as before this rule): its days gone by are not read back either.
+    await t.system.deps.store.append(`calendar-${coach.id}`, [
+      {
+        type: 'ScheduleSet',
+        data: {
+          coachId: coach.id,
+          schedule: {
+            timezone: 'Europe/Berlin',
+            weekly: {},
+            overrides: { '2026-01-01': off, '2026-12-31': off },
+          },
+          setAt: '2025-12-01T00:00:00.000Z',
+        },
+      },
+    ]);
+    const later = await eventually(
+      () => t.request('GET', '/api/v1/coach/schedule', { token: coach.token }),
+      (r) => '2026-12-31' in r.body.overrides,
+    );
+    expect(later.body.overrides).toEqual({ '2026-12-31': off });
+  });
+
   it('reads back the schedule as last published (GET /api/v1/coach/schedule), so it can be changed', async () => {
     const coach = await m.coach({ timezone: 'europe/berlin', overrides: { '2026-12-24': [] } });
     const read = (token: string) => t.request('GET', '/api/v1/coach/schedule', { token });

@@ -93,6 +93,22 @@ describe('calendar decider: SetSchedule', () => {
     });
   });
 
+  it("leaves out overrides of days before yesterday in the schedule's zone, which can offer nothing", () => {
+    const off: Schedule['overrides'][string] = [];
+    // 08:00 UTC on 1 December is 22:00 on 30 November in Honolulu: its yesterday is 29 November.
+    for (const [timezone, kept] of [
+      ['Europe/Berlin', ['2026-11-30', '2026-12-01', '2027-01-01']],
+      ['Pacific/Honolulu', ['2026-11-29', '2026-11-30', '2026-12-01', '2027-01-01']],
+    ] as const) {
+      const given_ = { ...schedule, timezone, overrides: {} as Schedule['overrides'] };
+      for (const d of ['2025-12-31', '2026-11-28', '2026-11-29', '2026-11-30', '2026-12-01', '2027-01-01'])
+        given_.overrides[d] = off;
+      const result = given([]).when({ type: 'SetSchedule', coachId, schedule: given_, now: NOW });
+      const set = isRight(result) && (result.right[0]!.data as { schedule: Schedule }).schedule;
+      expect([timezone, Object.keys(set ? set.overrides : {})]).toEqual([timezone, kept]);
+    }
+  });
+
   it('replaces the previous schedule (evolve keeps the last one)', () => {
     const later: Schedule = { ...schedule, timezone: 'Europe/Lisbon' };
     const state = [scheduleSet(), scheduleSet(later)].reduce(calendar.evolve, calendar.initialState());
