@@ -471,7 +471,9 @@ export function freeSlotsUntil(
  * adds a day off and sends it all back never fills the 400 overrides with days gone by.
  */
 export function withoutPastOverrides(schedule: Schedule, now: Date | string): Schedule {
-  const yesterday = DateTime.fromISO(localDate(now, schedule.timezone)).minus({ days: 1 }).toISODate()!;
+  const yesterday = DateTime.fromISO(localDate(now, schedule.timezone), { zone: 'utc' })
+    .minus({ days: 1 })
+    .toISODate()!;
   const overrides = Object.fromEntries(
     Object.entries(schedule.overrides).filter(([date]) => date >= yesterday),
   );
