@@ -132,12 +132,15 @@ function candidatePlace(query: unknown): string {
 function range(query: unknown, zone: string, now: Date) {
   const q = decode(RangeQuery, query, 'query');
   const from = q.from_date ?? localDate(now, zone);
+  // Dates read in UTC, where every day is 24 hours: in the server's own zone a day whose midnight DST
+  // skips starts at 01:00, and 63 days from it counted as 61.96.
+  const day = (date: string) => DateTime.fromISO(date, { zone: 'utc' });
   const to =
     q.to_date ??
-    DateTime.fromISO(from)
+    day(from)
       .plus({ days: DEFAULT_RANGE_DAYS - 1 })
       .toISODate()!;
-  const days = DateTime.fromISO(to).diff(DateTime.fromISO(from), 'days').days;
+  const days = day(to).diff(day(from), 'days').days;
   if (days < 0)
     throw new ValidationError([
       { loc: ['query', 'to_date'], msg: 'to_date should not be before from_date', type: 'value_error' },

@@ -401,6 +401,28 @@ describe('the date range of availability (6, 11)', () => {
       Settings.defaultZone = kept;
     }
   });
+
+  it("counts calendar days also where the server's zone skips a midnight: 63 days from that day do not pass", async () => {
+    const { coach, serviceId } = await coachWithPlaces();
+    const kept = Settings.defaultZone;
+    // The server's zone: 6 September 2026 starts at 01:00 in Santiago (00:00 -04:00 became 01:00 -03:00).
+    Settings.defaultZone = 'America/Santiago';
+    try {
+      for (const path of [
+        `/api/v1/service/${serviceId}/availability`,
+        `/api/v1/coach/${coach.id}/availability`,
+      ]) {
+        const ok = await t.request('GET', `${path}?from_date=2026-09-06&to_date=2026-11-06`);
+        expect(ok.status).toBe(200);
+        expect(ok.body).toMatchObject({ fromDate: '2026-09-06', toDate: '2026-11-06' });
+        const over = await t.request('GET', `${path}?from_date=2026-09-06&to_date=2026-11-07`);
+        expect(over.status).toBe(422);
+        expect(over.body.detail[0]).toMatchObject({ loc: ['query', 'to_date'] });
+      }
+    } finally {
+      Settings.defaultZone = kept;
+    }
+  });
 });
 
 describe('a group session takes place at one place', () => {
