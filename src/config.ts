@@ -1,6 +1,7 @@
 import { createHmac, createPublicKey } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import { parseConnectionString } from '@eventstore/db-client/dist/Client/parseConnectionString';
 import type { ServerTimeouts } from './http/server';
 import { envelopeAddress } from './mail/compose';
 
@@ -289,6 +290,51 @@ function connectionUrl(name: string, raw: string | undefined, schemes: string[],
   return raw;
 }
 
+/**
+ * An esdb:// URL as the EventStoreDB client reads it, checked with the client's own parser. The client,
+ * when the store opens, throws a value it cannot read (`tls=maybe`) as an error with a stack, and prints
+ * the whole connection string, password included, to stdout for an option it does not apply (an unknown
+ * key, `tlsVerifyCert=false`): both are refused here, in one line that shows no part of the value.
+ */
+function esdbUrl(raw: string) {
+  const unapplied: string[] = [];
+  const print = console.warn;
+  console.warn = (message: unknown) => unapplied.push(String(message).split('\n')[0]!);
+  try {
+    parseConnectionString(raw);
+  } catch (err) {
+    const { expected, location } = err as { expected?: string; location?: [number, number] };
+    throw new ConfigError(
+      `EVENTSTORE_URL is not a connection string the EventStoreDB client reads: expected ${expected ?? 'esdb://host:port'}` +
+        (location ? ` at character ${location[0] + 1}` : ''),
+    );
+  } finally {
+    console.warn = print;
+  }
+  if (unapplied.length)
+    throw new ConfigError(
+      `EVENTSTORE_URL has an option the EventStoreDB client does not apply: ${unapplied[0]}` +
+        (unapplied[0]!.includes('tlsVerifyCert')
+          ? ' To trust a node certificate of your own CA, give the CA with tlsCAFile=<file>.'
+          : ' Remove it.'),
+    );
+  return raw;
+}
+
+/**
+ * EVENTSTORE_URL: EventStoreDB's connection string is read by its client's parser alone (a cluster's gossip
+ * seeds, `esdb://node1:2113,node2:2113,node3:2113`, are no WHATWG URL: they were refused as "not a URL").
+ */
+const eventStoreUrl = (raw: string | undefined) =>
+  raw && /^esdb(\+discover)?:/i.test(raw)
+    ? esdbUrl(raw)
+    : connectionUrl(
+        'EVENTSTORE_URL',
+        raw,
+        ['esdb:', 'esdb+discover:', 'postgres:', 'postgresql:'],
+        'esdb://eventstore:2113?tls=false',
+      );
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkProductionSecrets(env);
   const usingDevSecret = !env.JWT_SECRET && !env.JWT_PUBLIC_KEY;
@@ -303,12 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
     databaseConnectTimeoutMs: atLeastOne(env, 'DATABASE_CONNECT_TIMEOUT_MS', 10_000),
-    eventStoreUrl: connectionUrl(
-      'EVENTSTORE_URL',
-      env.EVENTSTORE_URL,
-      ['esdb:', 'esdb+discover:', 'postgres:', 'postgresql:'],
-      'esdb://eventstore:2113?tls=false',
-    ),
+    eventStoreUrl: eventStoreUrl(env.EVENTSTORE_URL),
     s3: env.S3_ENDPOINT
       ? {
           endpoint: s3Endpoint(env.S3_ENDPOINT),

@@ -114,4 +114,23 @@ describe('an event store that does not answer at start', () => {
     expect(errors[0].error).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
     expect(errors[0].error).not.toMatch(/\n\s+at /);
   }, 60_000);
+
+  it('an EVENTSTORE_URL the EventStoreDB client cannot read, or would print with its password, is refused in one line', async () => {
+    const port = await freePort();
+    for (const url of [
+      `esdb://admin:hunter2@127.0.0.1:${port}?tls=maybe`,
+      `esdb://admin:hunter2@127.0.0.1:${port}?tls=true&tlsVerifyCert=false`,
+    ]) {
+      const { code, lines } = await runMain({ EVENTSTORE_URL: url });
+      expect(code).toBe(1);
+      // Before: the client's own lines (the URL, password and all) or a stack, and "failed to start".
+      expect(lines.join('\n')).not.toContain('hunter2');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({
+        level: 'error',
+        msg: 'refusing to start',
+        error: expect.stringMatching(/^EVENTSTORE_URL /),
+      });
+    }
+  }, 60_000);
 });

@@ -22,7 +22,12 @@ describe('numeric settings', () => {
   });
 
   it('refuses 0 where it is no "off": a retry job every millisecond, leases that let a second sender or request in at once, tokens that all expire at once', () => {
-    for (const name of ['MAIL_RETRY_INTERVAL_MS', 'MAIL_LEASE_MS', 'IDEMPOTENCY_LEASE_MS', 'JWT_MAX_TTL_SECONDS'])
+    for (const name of [
+      'MAIL_RETRY_INTERVAL_MS',
+      'MAIL_LEASE_MS',
+      'IDEMPOTENCY_LEASE_MS',
+      'JWT_MAX_TTL_SECONDS',
+    ])
       expect(() => loadConfig({ [name]: '0' })).toThrow(new ConfigError(`${name} must be at least 1, got 0`));
   });
 
@@ -144,6 +149,41 @@ describe('DATABASE_URL and EVENTSTORE_URL', () => {
       expect(message.startsWith(`${name} must be a URL starting with`)).toBe(true);
       expect(message).not.toContain('hunter2');
       expect(message).not.toContain('\n');
+    }
+  });
+
+  it('refuse an esdb:// URL the EventStoreDB client cannot read, or would print whole with its password', () => {
+    // The client prints the whole connection string (password included) to stdout for an option it does not
+    // apply, and throws a parse error with a stack for a value it cannot read: both only once the store opened.
+    const printed = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      for (const [bad, why] of [
+        ['esdb://admin:hunter2@localhost:2113?tls=maybe', /expected true or false/],
+        ['esdb://admin:hunter2@localhost:2113?tls=false&defaultDeadline=soon', /expected Integer/],
+        ['esdb://admin:hunter2@localhost:2113?nodePreference=nearest', /expected leader or follower/],
+        ['esdb://admin:hunter2@localhost:2113?tls=false&tlz=false', /Unknown option key "tlz"/],
+        ['esdb://admin:hunter2@localhost:2113?tls=true&tlsVerifyCert=false', /"tlsVerifyCert".*tlsCAFile/],
+      ] as const) {
+        let error: unknown;
+        try {
+          loadConfig({ EVENTSTORE_URL: bad });
+        } catch (e) {
+          error = e;
+        }
+        expect([bad, error]).toEqual([bad, expect.any(ConfigError)]);
+        const message = (error as Error).message;
+        expect(message.startsWith('EVENTSTORE_URL ')).toBe(true);
+        expect(message).toMatch(why);
+        expect(message).not.toContain('hunter2');
+        expect(message).not.toContain('\n');
+      }
+      expect(printed).not.toHaveBeenCalled();
+      // What the client reads without a word is taken, a cluster's gossip seeds too (no WHATWG URL: refused before).
+      const good =
+        'esdb://admin:hunter2@node1:2113,node2:2113?tls=true&tlsCAFile=%2Fca.crt&defaultDeadline=5000';
+      expect(loadConfig({ EVENTSTORE_URL: good }).eventStoreUrl).toBe(good);
+    } finally {
+      printed.mockRestore();
     }
   });
 });
