@@ -69,12 +69,14 @@ export async function openDatabase(config: Config): Promise<Database> {
 export async function openEventStore(config: Config, db: Database): Promise<EventStore> {
   const url = config.eventStoreUrl;
   if (!url) return createSqlEventStore(db);
-  if (url.startsWith('esdb://') || url.startsWith('esdb+discover://')) return createEsdbEventStore(url);
-  if (url.startsWith('postgres://') || url.startsWith('postgresql://'))
+  // The scheme in any letter case, as loadConfig checked it (`POSTGRES://` is a postgres:// URL to pg too).
+  if (/^esdb(\+discover)?:\/\//i.test(url)) return createEsdbEventStore(url);
+  if (/^postgres(ql)?:\/\//i.test(url))
     return createSqlEventStore(createPgDatabase(url, { connectTimeoutMs: config.databaseConnectTimeoutMs }), {
       ownsDb: true,
     });
-  throw new Error(`EVENTSTORE_URL must start with esdb:// or postgres://, got ${url}`);
+  // Not the URL itself: it may hold a password.
+  throw new Error('EVENTSTORE_URL must start with esdb:// or postgres://');
 }
 
 /** Wires the whole service; `close` stops projections and releases every connection. */

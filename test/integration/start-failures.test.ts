@@ -115,6 +115,19 @@ describe('an event store that does not answer at start', () => {
     expect(errors[0].error).not.toMatch(/\n\s+at /);
   }, 60_000);
 
+  it('a postgres:// EVENTSTORE_URL with its scheme in capitals is that store, as the check at start took it', async () => {
+    const port = await freePort();
+    const { code, lines } = await runMain({ EVENTSTORE_URL: `POSTGRES://u:hunter2@127.0.0.1:${port}/x` });
+    expect(code).toBe(1);
+    // Before: "failed to start", a stack, and the URL with its password ("must start with esdb:// or postgres://").
+    expect(lines.join('\n')).not.toContain('hunter2');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      msg: 'cannot reach the database, refusing to start',
+      error: `connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+  }, 60_000);
+
   it('an EVENTSTORE_URL the EventStoreDB client cannot read, or would print with its password, is refused in one line', async () => {
     const port = await freePort();
     for (const url of [
