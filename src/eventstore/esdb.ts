@@ -14,6 +14,7 @@ import {
   type AllStreamResolvedEvent,
   type ResolvedEvent,
 } from '@eventstore/db-client';
+import { parseConnectionString } from '@eventstore/db-client/dist/Client/parseConnectionString';
 import {
   type EventStore,
   type ExpectedRevision,
@@ -93,7 +94,8 @@ export function createEsdbEventStore(connectionString: string): EventStore {
   // The client gives appends its `defaultDeadline` (10 s unless the connection string says) but reads none
   // (a `deadline` option is ignored for them): a stalled node held a read, and the request, for as long as
   // it stalled. Reads here get the same deadline as appends.
-  const readDeadlineMs = Number(/[?&]defaultDeadline=(\d+)/i.exec(connectionString)?.[1] ?? 10_000) || 10_000;
+  // Read as the client reads it (`default_deadline`, `DefaultDeadline`, ... are the same option).
+  const readDeadlineMs = parseConnectionString(connectionString).defaultDeadline || 10_000;
 
   const toRecorded = (resolved: ResolvedEvent | AllStreamResolvedEvent): RecordedEvent | null => {
     const e = resolved.event;
