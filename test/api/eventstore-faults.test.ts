@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { bookingStream } from '../../commands/booking/events';
+import { createEsdbEventStore } from '../../src/eventstore/esdb';
+import { EventStoreUnavailableError, type EventStore } from '../../src/eventstore/types';
 import { startEsdbDouble, type EsdbDouble } from '../support/esdbDouble';
 import { eventually, marketplace } from '../support/marketplace';
 import { testDatabase } from '../support/services';
@@ -173,4 +176,102 @@ describe('the service process on EventStoreDB', () => {
       await database.drop();
     }
   }, 120_000);
+});
+
+/**
+ * A keyed booking on EventStoreDB whose node goes away mid-request (no multi-stream write there: the hold,
+ * then the list entry, the sessions and the payment one by one). The documented outcomes: once the hold is
+ * stored the booking is answered 200 and the booking processes write the rest when the node is back; an
+ * answer that did not come is 503, and its retry with the same Idempotency-Key gives that one booking.
+ */
+describe('a keyed booking on EventStoreDB when the node goes away mid-request', () => {
+  let double: EsdbDouble;
+  let inner: EventStore;
+  let t: TestSystem;
+  let m: ReturnType<typeof marketplace>;
+  /** Runs once right after the next append to a coach's calendar (the hold) has landed. */
+  let afterHold: (() => unknown) | undefined;
+  beforeAll(async () => {
+    double = await startEsdbDouble();
+    inner = createEsdbEventStore(double.url);
+    const store: EventStore = {
+      ...inner,
+      kind: inner.kind,
+      append: async (stream, events, opts) => {
+        const written = await inner.append(stream, events, opts);
+        const after = stream.startsWith('calendar-') ? afterHold : undefined;
+        afterHold = undefined;
+        await after?.();
+        return written;
+      },
+    };
+    t = await startTestSystem({ clock: () => now, store });
+    m = marketplace(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await inner?.close();
+    await double?.close();
+  });
+
+  const keyedBooking = async (slot: string) => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const key = randomUUID();
+    const book = () =>
+      t.request('POST', `/api/v1/service/${serviceId}`, {
+        token: client.token,
+        body: { slots: [slot] },
+        headers: { 'idempotency-key': key },
+      });
+    const typesIn = async (stream: string) => (await inner.readStream(stream)).events.map((e) => e.type);
+    return { coach, client, book, typesIn };
+  };
+
+  it('the node down right after the hold: 200, completed once the node is back, and the key replays it', async () => {
+    const { coach, client, book, typesIn } = await keyedBooking('2026-12-09T10:00:00');
+    let restart: Promise<void> | undefined;
+    afterHold = () => (restart = double.restart({ downMs: 3000 }));
+    const first = await book();
+    expect(first.status).toBe(200);
+    const session = first.body[0] as { id: string; groupId: string; paymentId: string };
+    await restart;
+    const read = await eventually(
+      () => t.request('GET', `/api/v1/session/${session.id}`, { token: client.token }),
+      (r) => r.status === 200,
+      10_000,
+    );
+    expect(read.body).toMatchObject({ id: session.id, state: 'new', paymentId: session.paymentId });
+    expect(await typesIn(bookingStream(session.groupId))).toEqual(['SessionsBooked']);
+    expect(await typesIn(`payment-${session.paymentId}`)).toEqual(['PaymentCreated']);
+    expect(await typesIn(`bookings-of-${client.id}`)).toEqual(['BookingListed']);
+    expect(await typesIn(`calendar-${coach.id}`)).toEqual(['ScheduleSet', 'SlotsReserved']);
+    const again = await book();
+    expect([again.status, again.headers.get('idempotent-replayed'), again.body]).toEqual([
+      200,
+      'true',
+      first.body,
+    ]);
+  }, 60_000);
+
+  it('the hold stored but its answer lost: 503, and the retry with the key answers that booking, held once', async () => {
+    const { coach, client, book, typesIn } = await keyedBooking('2026-12-09T11:00:00');
+    afterHold = () => {
+      throw new EventStoreUnavailableError(new Error('the answer was lost'));
+    };
+    const first = await book();
+    expect([first.status, first.body.error, first.headers.get('retry-after')]).toEqual([
+      503,
+      'service_unavailable',
+      '1',
+    ]);
+    const retry = await book();
+    expect(retry.status).toBe(200);
+    const session = retry.body[0] as { id: string; groupId: string };
+    expect(await typesIn(`calendar-${coach.id}`)).toEqual(['ScheduleSet', 'SlotsReserved']);
+    const sessions = await t.request('GET', '/api/v1/sessions', { token: client.token });
+    expect(sessions.body.map((s: { id: string }) => s.id)).toEqual([session.id]);
+    expect(await typesIn(bookingStream(session.groupId))).toEqual(['SessionsBooked']);
+  }, 60_000);
 });
