@@ -303,6 +303,15 @@ describe('free-form JSON and text', () => {
     expect(nul.body.detail).toEqual([
       { loc: ['body', 'name'], msg: expect.stringMatching(/NUL/), type: 'string_invalid_text' },
     ]);
+    // In an object key the type says so (docs/api.md, Conventions).
+    const key = await t.request('POST', '/api/v1/nav/addreses', {
+      token,
+      body: `{"lat":1,"lng":2,"address":"a","name":"n","na\\u0000me":1}`,
+    });
+    expect(key.status).toBe(422);
+    expect(key.body.detail).toEqual([
+      { loc: ['body', 'na\u0000me'], msg: expect.stringMatching(/^Key: .*NUL/), type: 'key_invalid_text' },
+    ]);
     const lone = await t.request('POST', '/api/v1/nav/addreses', {
       token,
       body: `{"lat":1,"lng":2,"address":"a","zoom":3,"isDefault":false,"name":"x\\ud83d"}`,
