@@ -2,6 +2,8 @@ import type { BookingTerms } from '../commands/calendar/events';
 import { packageExpiresAt } from '../commands/calendar/decider';
 import { packageLastDay } from '../commands/calendar/slots';
 import type { Queryable } from '../src/db/database';
+import { EXPIRABLE_STATUSES, paidAtSession } from '../commands/payments/transitions';
+import type { PaymentStatus } from '../commands/payments/events';
 
 /** A client's package (a booking of a service with numberOfSessions > 1) and what is left of it. */
 export interface PackageOut {
@@ -53,7 +55,7 @@ export async function clientPackagesUntil(
     timezone: string;
     terms: BookingTerms;
     used: string;
-    payment_state: string;
+    payment_state: PaymentStatus;
   }>(
     `SELECT group_id, service_id, min(booked_at) AS booked_at, min(timezone) AS timezone,
        (array_agg(terms ORDER BY starts_at))[1] AS terms,
@@ -75,9 +77,18 @@ export async function clientPackagesUntil(
       const expired = now.getTime() > expiresAt;
       if (!expired) until = Math.min(until, expiresAt + 1);
       const remaining = Math.max(0, n - used);
+      // Unpaid at its payment deadline: the expiry cancels it (never cash), and booking says package_canceled.
+      const dueAt = Date.parse(r.terms.paymentExpiresAt);
+      const expirable =
+        EXPIRABLE_STATUSES.includes(r.payment_state) &&
+        !paidAtSession(r.terms.method) &&
+        Number.isFinite(dueAt);
+      const unpaidPastDue = expirable && now.getTime() >= dueAt;
+      if (expirable && !unpaidPastDue) until = Math.min(until, dueAt);
       // A package whose every session was declined or canceled books nothing more (package_canceled), also
       // a free one, whose payment stays received.
-      const open = used > 0 && remaining > 0 && !expired && !CLOSED_PAYMENTS.includes(r.payment_state);
+      const open =
+        used > 0 && remaining > 0 && !expired && !unpaidPastDue && !CLOSED_PAYMENTS.includes(r.payment_state);
       if (open) openUntil.set(r.service_id, Math.max(openUntil.get(r.service_id) ?? -Infinity, expiresAt));
       return {
         packageId: r.group_id,

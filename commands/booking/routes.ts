@@ -25,7 +25,7 @@ import { listBooking, listingAppend, sessionParty } from './lookups';
 import { bookingAppends, completeBooking } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
-import { UNPAID_STATUSES } from '../payments/transitions';
+import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../payments/transitions';
 import { booking, type BookingCommand, type By } from './decider';
 import { bookingStream } from './events';
 import { service } from '../services/decider';
@@ -95,6 +95,7 @@ export function bookingCommands(deps: AppDeps): Router {
       paymentState,
       paymentOpen: !['canceled', 'deleted', 'refund'].includes(paymentState),
       paymentUnpaid: UNPAID_STATUSES.includes(paymentState),
+      paymentExpirable: EXPIRABLE_STATUSES.includes(paymentState),
       /** On the SQL stores the payment must be as read when the session is held (a condition, below). */
       paymentUnchanged: unchanged(paymentStream(b.paymentId), paymentRead),
     };
@@ -212,6 +213,7 @@ export function bookingCommands(deps: AppDeps): Router {
                 groupId: pkg.groupId,
                 paymentOpen: pkg.paymentOpen,
                 paymentUnpaid: pkg.paymentUnpaid,
+                paymentExpirable: pkg.paymentExpirable,
               },
             }
           : {}),

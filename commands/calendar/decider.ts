@@ -76,6 +76,11 @@ export type CalendarCommand =
         paymentOpen: boolean;
         /** Not received yet (from the payment's stream): it may still expire at its deadline. */
         paymentUnpaid: boolean;
+        /**
+         * In a status the expiry cancels at its deadline (`awaiting`, `failed`): once that has passed the
+         * package is due to be canceled with its sessions, whether or not the sweep got to it yet.
+         */
+        paymentExpirable: boolean;
       };
     }
   | {
@@ -157,6 +162,17 @@ function refusePackage(
     };
   if (!ref.paymentOpen)
     return { code: 'package_canceled', message: "the package's payment was canceled or refunded" };
+  // Unpaid at its deadline: the expiry cancels it (never cash), so a session held now would be canceled
+  // with it within seconds of being answered 200.
+  if (
+    ref.paymentExpirable &&
+    !paidAtSession(pkg.terms.method) &&
+    Date.parse(command.now) >= Date.parse(pkg.terms.paymentExpiresAt)
+  )
+    return {
+      code: 'package_canceled',
+      message: `the package's payment was not made by its deadline, ${new Date(pkg.terms.paymentExpiresAt).toISOString()}`,
+    };
   const used = [...state.reservations.values()].filter((r) => r.groupId === ref.groupId).length;
   // Every session declined or canceled (a completed one stays held): the package is over, though its
   // payment may stay open a moment (settled by the booking process) or for good (a free one stays received).

@@ -15,6 +15,17 @@ const book = (token: string, serviceId: string, body: Record<string, unknown>) =
 
 const packageOf = (over: Record<string, unknown> = {}) => m.packageBought('2026-12-02T10:00:00', over);
 
+/** The payment received (checkout, then received): an unpaid package is canceled at its deadline. */
+const pay = async (paymentId: string) => {
+  for (const status of ['checkout', 'received']) {
+    const res = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+      token: m.service(),
+      body: { status },
+    });
+    expect(res.status).toBe(200);
+  }
+};
+
 const packagesIn = async (token: string | undefined, serviceId: string) =>
   (
     await t.request(
@@ -300,8 +311,57 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(paid.status).toBe(200);
   });
 
+  it('books nothing on an unpaid package once its payment deadline has passed, also before the expiry sweep', async () => {
+    // Booked 1 December 08:00Z for 3 December: to be paid by 2 December 08:00Z, else canceled with its
+    // sessions. A session booked after that deadline was answered 200 (new), then canceled by the sweep.
+    const { client, serviceId, first } = await m.packageBought('2026-12-03T10:00:00');
+    const packages = async () =>
+      (
+        await t.request(
+          'GET',
+          `/api/v1/service/${serviceId}/availability?from_date=2026-12-10&to_date=2026-12-10`,
+          { token: client.token },
+        )
+      ).body.packages as { open: boolean }[];
+    clock.set('2026-12-02T07:59:59Z');
+    expect(await packages()).toEqual([expect.objectContaining({ packageId: first.groupId, open: true })]);
+    clock.set('2026-12-02T08:00:00Z');
+    const due = await book(client.token, serviceId, {
+      slots: ['2026-12-10T10:00:00'],
+      packageId: first.groupId,
+    });
+    expect([due.status, due.body.error]).toEqual([409, 'package_canceled']);
+    // (The expiry sweep, running every few seconds, may have canceled the payment a moment before.)
+    expect([
+      "the package's payment was not made by its deadline, 2026-12-02T08:00:00.000Z",
+      "the package's payment was canceled or refunded",
+    ]).toContain(due.body.message);
+    expect(await packages()).toEqual([]);
+
+    // A package paid in time books on past its payment deadline.
+    clock.set('2026-12-01T08:00:00Z');
+    const paid = await m.packageBought('2026-12-03T10:00:00');
+    const service = t.token(randomUUID(), ['service']);
+    for (const status of ['checkout', 'received'])
+      expect(
+        (
+          await t.request('POST', `/api/v1/payment/private/payment/${paid.first.paymentId}/update`, {
+            token: service,
+            body: { status },
+          })
+        ).status,
+      ).toBe(200);
+    clock.set('2026-12-02T08:00:00Z');
+    const later = await book(paid.client.token, paid.serviceId, {
+      slots: ['2026-12-10T10:00:00'],
+      packageId: paid.first.groupId,
+    });
+    expect(later.status).toBe(200);
+  });
+
   it('enforces the expiration date: no booking after it, and no session past it', async () => {
     const { client, serviceId, first } = await packageOf({ expiresInDays: 3 });
+    await pay(first.paymentId); // (unpaid, it would be canceled at its deadline, 2 December)
     // Booked 1 December + 3 days: usable until the end of 4 December (Berlin).
     const late = await book(client.token, serviceId, {
       slots: ['2026-12-07T10:00:00'],
@@ -407,6 +467,7 @@ describe('packages booked in several steps (8 with packageId)', () => {
     expect(first.status).toBe(200);
     // 20 October + 10 days is 30 October (10 × 24 h would end at 23:30 on the 29th).
     expect(first.body[0].expirationDate).toBe('30/10/2026');
+    await pay(first.body[0].paymentId);
     const view = await t.request(
       'GET',
       `/api/v1/service/${serviceId}/availability?from_date=2026-10-21&to_date=2026-10-21`,

@@ -531,7 +531,7 @@ describe('calendar decider: a package after the coach changed zone', () => {
       CalendarCommand,
       { type: 'ReserveSlots' }
     >),
-    package: { groupId: 'pkg-zone', paymentOpen: true, paymentUnpaid: false },
+    package: { groupId: 'pkg-zone', paymentOpen: true, paymentUnpaid: false, paymentExpirable: false },
   });
   const booked = () =>
     history(
