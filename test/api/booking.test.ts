@@ -99,6 +99,44 @@ describe('availability and booking (6, 8, 11)', () => {
     });
   });
 
+  it('reads a slot to the minute, with or without :00 seconds and zero fractions; other spellings are 422', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 3, price: 90 });
+    // The same minute spelled twice is a duplicate: 422, nothing booked.
+    for (const slots of [
+      ['2026-12-02T10:00:00', '2026-12-02T10:00:00'],
+      ['2026-12-02T10:00', '2026-12-02T10:00:00.000'],
+    ]) {
+      const res = await book((await m.client()).token, serviceId, { slots });
+      expect([res.status, res.body.detail?.[0]]).toEqual([
+        422,
+        {
+          loc: ['body', 'slots'],
+          msg: 'slots should hold 1 to 100 distinct date-times',
+          type: 'invalid_slots',
+        },
+      ]);
+    }
+    for (const slot of [
+      '2026-12-02t11:00:00',
+      '2026-12-02 11:00:00',
+      '2026-12-02T11:00:30',
+      '2026-12-02T11:00:00Z',
+      '2026-12-02T11:00:00+01:00',
+    ]) {
+      const res = await book((await m.client()).token, serviceId, { slots: [slot] });
+      expect([slot, res.status, res.body.detail?.[0]?.loc]).toEqual([slot, 422, ['body', 'slots', 0]]);
+    }
+    const booked = await book((await m.client()).token, serviceId, {
+      slots: ['2026-12-02T11:00', '2026-12-02T12:00:00.000'],
+    });
+    expect(booked.status).toBe(200);
+    expect(booked.body.map((s: { slot: string }) => s.slot)).toEqual([
+      '2026-12-02T11:00:00',
+      '2026-12-02T12:00:00',
+    ]);
+  });
+
   it('reads an optional field sent as null as not sent, and still checks one that is sent', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);
