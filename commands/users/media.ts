@@ -16,7 +16,7 @@ import { newBlobKey } from '../../src/storage/types';
 import { userPaymentTotal } from '../../src/readModels/payments';
 import { userSessionCount } from '../../src/readModels/users';
 import { toUserProfileOut } from '../../src/resources/userProfile';
-import { defaultTitle, deleteBlobs, withStoredBlobs } from '../videos/routes';
+import { deleteBlobs, titleOrDefault, withStoredBlobs } from '../videos/routes';
 import { userProfile, type UserCommand } from './decider';
 import { profileStream, type GalleryKind, type UserEvent } from './events';
 
@@ -146,7 +146,7 @@ export function profileMediaCommands(deps: AppDeps): Router {
                     kind,
                     key: mediaKey,
                     previewKey,
-                    title: fields.title ?? defaultTitle(file.originalname),
+                    title: titleOrDefault(fields.title, file.originalname),
                     description: fields.description ?? '',
                     contentType: file.mimetype,
                     originFilename: file.originalname,

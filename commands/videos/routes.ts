@@ -34,6 +34,13 @@ const VideoIdPath = t.type({ video_id: Uuid });
  * The title a file gets when none is sent: its name, cut to a title's length (a longer default could not
  * be sent back unchanged in a replace) without splitting a character.
  */
+/**
+ * The title of a new file: the one sent, else its name (`defaultTitle`). A title of only blanks is none: an
+ * HTML form sends its empty title box as `title=`, and its user meant no title, not an empty one.
+ */
+export const titleOrDefault = (title: string | undefined, filename: string) =>
+  title !== undefined && title.trim() !== '' ? title : defaultTitle(filename);
+
 export function defaultTitle(filename: string): string {
   // Characters as `boundedString` counts them (code points): a name of 150 emoji is kept whole.
   let title = '';
@@ -224,7 +231,7 @@ export function videoCommands(deps: AppDeps): Router {
               userId,
               video: {
                 videoId,
-                title: fields.title ?? defaultTitle(file.originalname),
+                title: titleOrDefault(fields.title, file.originalname),
                 description: fields.description ?? '',
                 contentType: file.mimetype,
                 originFilename: file.originalname,
@@ -276,7 +283,7 @@ export function videoCommands(deps: AppDeps): Router {
       ],
     });
     try {
-      const fields = decode(VideoFields, form.fields, 'body');
+      const { title, ...fields } = decode(VideoFields, form.fields, 'body');
       const { file, preview } = form.files;
       const key = file ? newBlobKey('video', deps.newId(), file.originalname) : null;
       const previewKey = preview ? newBlobKey('preview', deps.newId(), preview.originalname) : null;
@@ -291,6 +298,8 @@ export function videoCommands(deps: AppDeps): Router {
           videoId,
           changes: {
             ...fields,
+            // A title of only blanks (an HTML form's empty box) changes nothing, as on upload it is no title.
+            ...(title !== undefined && title.trim() !== '' ? { title } : {}),
             ...(file && key
               ? {
                   file: {

@@ -51,8 +51,10 @@ describe('profile images and certificates (14 with kind)', () => {
     // Still UserProfileOut; the profile media is untouched by a picture.
     expect(first.body).toMatchObject({ id: coach.id, type: 'coach', mediaUrl: media.body.mediaUrl });
     expect(first.mediaId).toMatch(/^[0-9a-f-]{36}$/);
+    // An empty title box is no title: the picture is named after its file, as when none is sent.
     const second = await upload(coach.token, [
       { name: 'kind', value: 'image' },
+      { name: 'title', value: ' ' },
       { name: 'file', ...png() },
     ]);
     const licence = pdf();

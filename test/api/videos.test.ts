@@ -151,6 +151,26 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     expect(res.body).toMatchObject({ title: 'clip.mp4', description: '', thumb: '' });
   });
 
+  it("reads a title of only blanks (an HTML form's empty box) as none: the file name on upload, unchanged on replace", async () => {
+    const c = coach();
+    for (const blank of ['', '   ']) {
+      const res = await upload(c.token, [
+        { name: 'title', value: blank },
+        { name: 'file', ...mp4() },
+      ]);
+      expect([res.status, res.body.title]).toEqual([200, 'clip.mp4']);
+      const replaced = await send('PUT', `/api/v1/storage/video/${res.body.id}`, c.token, [
+        { name: 'title', value: 'Serve' },
+      ]);
+      const kept = await send('PUT', `/api/v1/storage/video/${res.body.id}`, c.token, [
+        { name: 'title', value: blank },
+        { name: 'description', value: 'warm-up' },
+      ]);
+      expect(kept).toEqual({ status: 200, body: { ...replaced.body, description: 'warm-up' } });
+      expect(kept.body.title).toBe('Serve');
+    }
+  });
+
   it('defaults the title to at most 200 characters of a longer file name, which a replace then accepts', async () => {
     const c = coach();
     const name = `${'ü'.repeat(150)}${'😀'.repeat(60)}.mp4`;
