@@ -557,7 +557,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'DELETE /api/v1/nav/addreses/:address_id': {
     tag: 'Addresses',
-    summary: 'Remove one of your addresses (a removed default passes to the newest one left); answers the list',
+    summary:
+      'Remove one of your addresses (a removed default passes to the newest one left); answers the list',
     answer: list(A.AddressOutCodec),
   },
   'PUT /api/v1/nav/addreses/:address_id/default': {
