@@ -52,7 +52,7 @@ export function createMetrics(): Metrics {
   });
   const emailDeliveries = new client.Counter({
     name: 'email_deliveries_total',
-    help: 'E-mail send attempts by outcome: sent, deferred (temporary refusal, retried later), failed (permanent refusal)',
+    help: 'E-mail send attempts by outcome: sent, deferred (temporary refusal, retried later), failed (permanent refusal, or a temporary one on the last try)',
     labelNames: ['status'] as const,
     registers: [registry],
   });
@@ -108,13 +108,15 @@ export function createMetrics(): Metrics {
 
   const instrumentMailer = (mailer: Mailer): Mailer =>
     Object.assign(Object.create(mailer) as Mailer, {
-      async send(message: Parameters<Mailer['send']>[0]) {
+      async send(...args: Parameters<Mailer['send']>) {
         try {
-          const sent = await mailer.send(message);
+          const sent = await mailer.send(...args);
           emailDeliveries.inc({ status: 'sent' });
           return sent;
         } catch (err) {
-          emailDeliveries.inc({ status: isPermanentMailError(err) ? 'failed' : 'deferred' });
+          // The last try's temporary refusal fails the e-mail like a permanent one: nothing retries it.
+          const failed = isPermanentMailError(err) || args[1]?.last === true;
+          emailDeliveries.inc({ status: failed ? 'failed' : 'deferred' });
           throw err;
         }
       },

@@ -1,5 +1,10 @@
 import os from 'node:os';
-import { deliveryDecider, type DeliveryCommand, type DeliveryState } from '../../commands/delivery/decider';
+import {
+  MAX_MAIL_ATTEMPTS,
+  deliveryDecider,
+  type DeliveryCommand,
+  type DeliveryState,
+} from '../../commands/delivery/decider';
 import { deliveryStream } from '../../commands/delivery/events';
 import { ConcurrencyConflictError, handleCommand } from '../commandHandler';
 import { forget } from '../foldedStates';
@@ -90,7 +95,8 @@ export function deliveries(deps: DeliveryDeps) {
   const send = async (c: Claimed, metadata: EventMetadata): Promise<'sent' | 'deferred' | 'failed'> => {
     let messageId: string;
     try {
-      ({ messageId } = await mailer.send(c.message));
+      // The ledger gives up after this many tries: then a temporary refusal fails the e-mail as well.
+      ({ messageId } = await mailer.send(c.message, { last: c.attempt >= MAX_MAIL_ATTEMPTS }));
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
       const permanent = isPermanentMailError(err);

@@ -29,7 +29,11 @@ export interface Mailer {
    * is free, so a claim's lease covers the send, not a wait in the transport's queue (src/mail/delivery.ts).
    */
   readonly concurrency: number;
-  send(message: MailMessage): Promise<{ messageId: string }>;
+  /**
+   * `attempt.last`: a temporary refusal of this send ends the delivery too (its tenth try, see
+   * commands/delivery): the mailers ignore it; the metrics count such a refusal as `failed`.
+   */
+  send(message: MailMessage, attempt?: { last: boolean }): Promise<{ messageId: string }>;
   /** The Message-ID `send` gives a message with this key (the same for every attempt). */
   messageIdFor(key: string): string;
   /** SMTP: connects and authenticates (no mail); outbox: the directory exists and is writable. */

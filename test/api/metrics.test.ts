@@ -118,6 +118,39 @@ describe('GET /metrics', () => {
     expect(caughtUp).toMatch(/^nodejs_heap_size_used_bytes \d/m);
   });
 
+  it('counts the last of ten temporary refusals as failed, as the e-mail then is (not deferred: nothing retries it)', async () => {
+    const sample = (status: string) => `email_deliveries_total{status="${status}"}`;
+    const before = await scrape();
+    const user = await m.client();
+    smtp.rejectNext(10, 451);
+    const queued = await t.request('POST', `/api/v1/notification/private/email/${user.id}/verification`, {
+      token: m.service(),
+      body: { code: '271828' },
+    });
+    expect(queued.status).toBe(200);
+    const delivery = async () => {
+      await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 5000);
+      const res = await t.request('GET', '/api/v1/admin/emails?status=deferred&limit=200', {
+        token: m.admin(),
+      });
+      const failed = await t.request('GET', '/api/v1/admin/emails?status=failed&limit=200', {
+        token: m.admin(),
+      });
+      return [...res.body, ...failed.body].find((d: { recipient: string }) => d.recipient === user.id);
+    };
+    await eventually(delivery, (d) => d?.status === 'deferred', 5000);
+    // Each retry pass a day later than the one before: every next attempt is due (at most 6 h apart).
+    for (let day = 1; day < 10; day++)
+      await t.system.retryDeferredEmails(new Date(now.getTime() + day * 24 * 3_600_000));
+    const last = await eventually(delivery, (d) => d?.status !== 'deferred', 5000);
+    expect(last).toMatchObject({ status: 'failed', attempts: 10, nextAttemptAt: null });
+    expect(smtp.rejectionsLeft()).toBe(0);
+    const after = await scrape();
+    const moved = (status: string) =>
+      (value(after, sample(status)) ?? 0) - (value(before, sample(status)) ?? 0);
+    expect({ deferred: moved('deferred'), failed: moved('failed') }).toEqual({ deferred: 9, failed: 1 });
+  });
+
   it('times multi-stream appends too (a booking on the SQL stores is one), with their outcome', async () => {
     const store = t.system.deps.store;
     if (!store.appendMany) return; // EventStoreDB has none: a booking is plain appends there
