@@ -15,6 +15,11 @@ export interface Metrics {
   registry: client.Registry;
   /** Times every request; the route label is the router's pattern, never the raw path (bounded labels). */
   http: Middleware;
+  /**
+   * How the app finds the pattern of a request refused before it reached its route (a token that is not
+   * valid, a body that is not JSON); without it such a request is `(unmatched)`, like an unknown path.
+   */
+  routesFrom(patternOf: (method: string, path: string) => string | undefined): void;
   instrumentStore(store: EventStore): EventStore;
   instrumentMailer(mailer: Mailer): Mailer;
   /** Projection lag is measured at scrape time against the store's head. */
@@ -65,13 +70,14 @@ export function createMetrics(): Metrics {
   for (const status of ['sent', 'deferred', 'failed']) emailDeliveries.inc({ status }, 0);
   for (const reason of ['slot_unavailable', 'conflict']) bookingConflicts.inc({ reason }, 0);
 
+  let patternOf: (method: string, path: string) => string | undefined = () => undefined;
   const http: Middleware = async (ctx, next) => {
     const end = httpDuration.startTimer();
     try {
       await next();
     } finally {
       const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
-      const pattern = typeof route === 'string' ? route : '(unmatched)';
+      const pattern = typeof route === 'string' ? route : (patternOf(ctx.method, ctx.path) ?? '(unmatched)');
       end({ method: ctx.method, route: pattern, status: String(ctx.status) });
       if (pattern === BOOKING_ROUTE && ctx.method === 'POST' && ctx.status === 409) {
         const reason = (ctx.body as { error?: unknown } | undefined)?.error;
@@ -192,7 +198,10 @@ export function createMetrics(): Metrics {
     caches.set(name, stats);
   };
 
-  return { registry, http, instrumentStore, instrumentMailer, watchProjections, watchReadCache };
+  const routesFrom = (find: typeof patternOf) => {
+    patternOf = find;
+  };
+  return { registry, http, routesFrom, instrumentStore, instrumentMailer, watchProjections, watchReadCache };
 }
 
 /** Lag of every projection the runner reports, against the store's head. */

@@ -79,6 +79,14 @@ export function createApp(deps: AppDeps): Koa {
   MOUNTED.set(app, mounted);
   const root = new Router();
   for (const r of mounted) root.use(r.routes());
+  // A request refused before routing (a token that is not valid, a body that is not JSON) is still timed
+  // under its route's pattern, the one the router would have chosen for its method (else any on its path).
+  deps.metrics.routesFrom((method, path) => {
+    const found = root.match(path, method);
+    const route = (layers: typeof found.path) => [...layers].reverse().find((l) => l.methods.length > 0);
+    const pattern = (route(found.pathAndMethod) ?? route(found.path))?.path;
+    return typeof pattern === 'string' ? pattern : undefined;
+  });
   app.use(root.routes());
   // A method the path does not take is 405 in the ErrorResponse shape, with an Allow header naming those it
   // does. koa-router answers a method no route takes anywhere (TRACE, PROPFIND, ...) 501, a 5xx for the

@@ -97,10 +97,11 @@ describe('GET /metrics', () => {
       ),
     ).toBe(1);
     expect(text).not.toContain(`route="/api/v1/service/${serviceId}"`);
-    // The request without a token reached the route (the one with a malformed token is refused before).
+    // Both 401s are the route's: the one without a token reached it, the one with a malformed token was
+    // refused before routing.
     expect(
       value(text, 'http_request_duration_seconds_count{method="GET",route="/metrics",status="401"}'),
-    ).toBe(1);
+    ).toBe(2);
     const appends = value(
       text,
       `eventstore_append_duration_seconds_count{store="${t.system.deps.store.kind}",outcome="ok"}`,
@@ -116,6 +117,33 @@ describe('GET /metrics', () => {
     // Process defaults of prom-client.
     expect(caughtUp).toMatch(/^process_cpu_user_seconds_total \d/m);
     expect(caughtUp).toMatch(/^nodejs_heap_size_used_bytes \d/m);
+  });
+
+  it('labels a request refused before routing (a token that is not valid, a body that is not JSON) with its route', async () => {
+    const sample = (method: string, route: string, status: number) =>
+      `http_request_duration_seconds_count{method="${method}",route="${route}",status="${status}"}`;
+    const before = await scrape();
+    const serviceId = crypto.randomUUID();
+    const client = t.token(crypto.randomUUID(), ['client']);
+    const badToken = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: 'not-a-jwt',
+      body: { slots: [SLOT] },
+    });
+    expect(badToken.status).toBe(401);
+    const notJson = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client,
+      body: '{"slots": [',
+    });
+    expect(notJson.status).toBe(400);
+    const unknown = await t.request('GET', `/api/v1/no-such-thing/${serviceId}`);
+    expect(unknown.status).toBe(404);
+    const after = await scrape();
+    const moved = (s: string) => (value(after, s) ?? 0) - (value(before, s) ?? 0);
+    expect(moved(sample('POST', '/api/v1/service/:service_id', 401))).toBe(1);
+    expect(moved(sample('POST', '/api/v1/service/:service_id', 400))).toBe(1);
+    // A path no route takes keeps the one bounded label.
+    expect(moved(sample('GET', '(unmatched)', 404))).toBe(1);
+    expect(after).not.toContain(serviceId);
   });
 
   it('counts the last of ten temporary refusals as failed, as the e-mail then is (not deferred: nothing retries it)', async () => {
