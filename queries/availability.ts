@@ -46,7 +46,7 @@ const coordinate = (name: string, bound: number) =>
     name,
     `Input should be a ${name} from -${bound} to ${bound}`,
   );
-const LatFromString = describeSchema(
+export const LatFromString = describeSchema(
   new t.Type<number, string, unknown>(
     'latitude',
     (u): u is number => typeof u === 'number',
@@ -58,7 +58,7 @@ const LatFromString = describeSchema(
   ),
   { type: 'number', minimum: -90, maximum: 90 },
 );
-const LngFromString = describeSchema(
+export const LngFromString = describeSchema(
   new t.Type<number, string, unknown>(
     'longitude',
     (u): u is number => typeof u === 'number',

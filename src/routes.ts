@@ -7,6 +7,7 @@ import { userQueries } from '../queries/users';
 import { serviceQueries } from '../queries/services';
 import { reviewQueries } from '../queries/reviews';
 import { coachProfileQueries } from '../queries/coachProfile';
+import { coachSearchQueries } from '../queries/coachSearch';
 import { paymentCommands } from '../commands/payments/routes';
 import { paymentQueries } from '../queries/payments';
 import { paymentAuditQueries } from '../queries/paymentAudit';
@@ -43,6 +44,7 @@ export const routers = (deps: AppDeps): Router[] => [
   serviceQueries(deps),
   reviewQueries(deps),
   coachProfileQueries(deps),
+  coachSearchQueries(deps),
   paymentCommands(deps),
   paymentQueries(deps),
   paymentAuditQueries(deps),

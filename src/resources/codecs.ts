@@ -1,6 +1,7 @@
 import * as t from 'io-ts';
 import type { AddressOut } from './address';
 import type { PublicCoachProfileOut } from './coachProfile';
+import type { CoachCard } from './coachCard';
 import type { FileBase, ProfileMediaOut } from './fileBase';
 import type { NotificationOut } from './notification';
 import type { PaymentOut } from './payment';
@@ -386,6 +387,24 @@ export const PublicCoachProfileOutCodec = closed('PublicCoachProfileOut', {
   verified: b,
 });
 
+/** GET /api/v1/coaches: one coach of the search (src/resources/coachCard.ts). */
+export const CoachCardCodec = closed('CoachCard', {
+  id: uuid,
+  firstName: s,
+  lastName: s,
+  avatarUrl: s,
+  languages: t.record(s, t.literal(true)),
+  experience: int,
+  verified: b,
+  rating: nullable(n),
+  sessionCount: int,
+  serviceTypes: t.array(s),
+  minPrice: n,
+  maxPrice: n,
+  priceCurrency: s,
+  distance: nullable(n),
+});
+
 const Interval = closed('Interval', { start: s, end: s });
 /** PUT /api/v1/coach/schedule answers the schedule it stored. */
 export const ScheduleCodec = closed('Schedule', {
@@ -635,6 +654,7 @@ export const NAMED_ANSWER_CODECS: Record<string, t.Mixed> = {
   Package: PackageOutCodec,
   UserProfileOut: UserProfileOutCodec,
   PublicCoachProfileOut: PublicCoachProfileOutCodec,
+  CoachCard: CoachCardCodec,
 };
 
 /* The TypeScript shapes the code builds must fit these codecs (a changed or removed field fails here). */
@@ -654,4 +674,5 @@ export type AnswerCodecsFitTheResources = [
   Fits<t.TypeOf<typeof PackageOutCodec>, PackageOut>,
   Fits<t.TypeOf<typeof UserProfileOutCodec>, UserProfileOut>,
   Fits<t.TypeOf<typeof PublicCoachProfileOutCodec>, PublicCoachProfileOut>,
+  Fits<t.TypeOf<typeof CoachCardCodec>, CoachCard>,
 ];

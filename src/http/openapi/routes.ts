@@ -8,6 +8,7 @@ import { ChannelBody, MarkReadBody, NotificationEventBody } from '../../../comma
 import { PaymentUpdateBody } from '../../../commands/payments/codecs';
 import { CreateServiceBody, RejectServiceBody, UpdateServiceBody } from '../../../commands/services/codecs';
 import { UpsertUserProfileBody } from '../../../commands/users/codecs';
+import { CoachSearchQuery } from '../../../queries/coachSearch';
 import { MediaFields } from '../../../commands/users/media';
 import { ReorderBody, VideoFields } from '../../../commands/videos/routes';
 import { AdminServicesQuery, EmailDeliveriesQuery } from '../../../queries/admin';
@@ -209,6 +210,14 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'Users',
     summary: 'A client that has booked the calling coach (admins: any client), with its packages',
     answer: A.CoachClientCodec,
+  },
+  'GET /api/v1/coaches': {
+    tag: 'Users',
+    summary:
+      'Find coaches with an approved service: by name or service name (`q`), service type, price, distance; ' +
+      'ordered by rating, distance or price',
+    query: CoachSearchQuery,
+    answer: list(A.CoachCardCodec),
   },
   'GET /api/v1/coach/:coach_id/profile': {
     endpoint: 13,

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { eventually } from '../support/marketplace';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
+
+let t: TestSystem;
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
+});
+
+const BERLIN = { lat: 52.52, lng: 13.405 };
+const POTSDAM = { lat: 52.3906, lng: 13.0645 }; // 27.19 km from BERLIN
+const MUNICH = { lat: 48.1374, lng: 11.5755 }; // 504 km
+
+const search = (query: string, token?: string) =>
+  t.request('GET', `/api/v1/coaches?${query}`, token ? { token } : {});
+const ids = (res: { body: { id: string }[] }) => res.body.map((c) => c.id);
+
+/** A coach named `name` at `place` (default address) with approved services of `types` at `prices`. */
+async function coachAt(name: string, place: { lat: number; lng: number } | null, offers: [string, number][]) {
+  const coach = await m.coach();
+  await t.request('PUT', `/api/v1/users/${coach.id}`, {
+    token: m.service(),
+    body: { firstName: name, lastName: 'Search', type: 'coach', languages: ['de', 'en'] },
+  });
+  if (place)
+    await t.request('POST', '/api/v1/nav/addreses', {
+      token: coach.token,
+      body: { ...place, name: 'Studio', address: `${name} Studio` },
+    });
+  for (const [type, price] of offers)
+    await m.offering(coach, { name: `${type} with ${name}`, serviceTypes: [type], price });
+  return coach;
+}
+
+describe('GET /api/v1/coaches (added): clients find coaches', () => {
+  const tag = randomUUID().slice(0, 8); // service types of this run only
+  let anna: { id: string; token: string };
+  let ben: { id: string; token: string };
+  let cleo: { id: string; token: string };
+  beforeAll(async () => {
+    anna = await coachAt('Anna', BERLIN, [
+      [`tennis-${tag}`, 40],
+      [`padel-${tag}`, 70],
+    ]);
+    ben = await coachAt('Ben', POTSDAM, [[`tennis-${tag}`, 30]]);
+    cleo = await coachAt('Cleo', MUNICH, [[`yoga-${tag}`, 55]]);
+    // A coach whose only service waits for review is not listed.
+    const hidden = await coachAt('Hidden', BERLIN, []);
+    await t.request('POST', '/api/v1/coach/services', {
+      token: hidden.token,
+      body: {
+        name: 'x',
+        price: 1,
+        priceCurrency: 'EUR',
+        sessionMinutesDuration: 60,
+        serviceTypes: [`tennis-${tag}`],
+      },
+    });
+  });
+
+  it('lists coaches of a service type with their card: prices over approved services, types, rating', async () => {
+    const res = await search(`serviceType=TENNIS-${tag}`);
+    expect(res.status).toBe(200);
+    expect(ids(res).sort()).toEqual([anna.id, ben.id].sort());
+    expect(res.body.find((c: { id: string }) => c.id === anna.id)).toEqual({
+      id: anna.id,
+      firstName: 'Anna',
+      lastName: 'Search',
+      avatarUrl: '',
+      languages: { de: true, en: true },
+      experience: 0,
+      verified: false,
+      rating: null,
+      sessionCount: 0,
+      serviceTypes: [`padel-${tag}`, `tennis-${tag}`],
+      minPrice: 40,
+      maxPrice: 70,
+      priceCurrency: 'EUR',
+      distance: null,
+    });
+  });
+
+  it('finds by a part of the name or of a service name, case-insensitively, with wildcards taken literally', async () => {
+    expect(ids(await search(`q=ann&serviceType=tennis-${tag}`))).toEqual([anna.id]);
+    expect(ids(await search(`q=${encodeURIComponent(`YOGA-${tag} with`)}`))).toEqual([cleo.id]);
+    expect(ids(await search(`q=%25&serviceType=tennis-${tag}`))).toEqual([]);
+    expect(ids(await search(`q=_nna&serviceType=tennis-${tag}`))).toEqual([]);
+  });
+
+  it("measures distance from lat/lng (or the caller's default address), filters by radius and sorts by it", async () => {
+    const near = await search(`lat=${BERLIN.lat}&lng=${BERLIN.lng}&radiusKm=100&sort=distance&q=Search`);
+    expect(near.status).toBe(200);
+    expect(near.body.map((c: { id: string; distance: number }) => [c.id, c.distance])).toEqual([
+      [anna.id, 0],
+      [ben.id, 27.19],
+    ]);
+    const all = await search(`lat=${BERLIN.lat}&lng=${BERLIN.lng}&sort=distance&q=Search`);
+    expect(ids(all)).toEqual([anna.id, ben.id, cleo.id]);
+    // A client with a default address in Munich, no lat/lng: distances from there.
+    const client = await m.client();
+    await t.request('POST', '/api/v1/nav/addreses', {
+      token: client.token,
+      body: { ...MUNICH, name: 'Home', address: 'Marienplatz' },
+    });
+    const fromHome = await search(`sort=distance&q=Search`, client.token);
+    expect(ids(fromHome)).toEqual([cleo.id, ben.id, anna.id]);
+    expect(fromHome.body[0].distance).toBe(0);
+  });
+
+  it('filters by a price it can be had for and sorts by the lowest price', async () => {
+    expect(ids(await search(`maxPrice=35&q=Search`))).toEqual([ben.id]);
+    expect(ids(await search(`sort=price&q=Search`))).toEqual([ben.id, anna.id, cleo.id]);
+  });
+
+  it('orders by rating by default, the unrated last; pages with limit and offset', async () => {
+    // Cleo gets a 5 from a client whose session she completed (the review path a client takes).
+    const rated = await m.client();
+    const serviceId = await m.offering(cleo, { name: `extra-${tag}`, serviceTypes: [`yoga-${tag}`] });
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: rated.token,
+      body: { slots: ['2026-12-02T10:00:00'] },
+    });
+    const sessionId = booked.body[0].id as string;
+    const act = (token: string, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body });
+    expect((await act(cleo.token, 'approve')).status).toBe(200);
+    clock.set('2026-12-02T10:05:00Z');
+    expect((await act(cleo.token, 'complete')).status).toBe(200);
+    expect((await act(rated.token, 'review', { rating: 5 })).status).toBe(200);
+    const ranked = await eventually(
+      () => search('q=Search'),
+      (r) => r.body[0]?.rating === 5,
+    );
+    expect(ids(ranked)[0]).toBe(cleo.id);
+    expect(ranked.body[0]).toMatchObject({ rating: 5, sessionCount: 1 });
+    expect(ids(await search('q=Search&limit=1&offset=1'))).toEqual([ids(ranked)[1]]);
+  });
+
+  it('answers 422 at the parameter for what it cannot use', async () => {
+    for (const [query, loc, msg] of [
+      ['lat=52.5', 'lng', 'lat and lng go together'],
+      [
+        'radiusKm=10',
+        'radiusKm',
+        'a distance needs a place: give lat and lng, or a token of a user with a default address',
+      ],
+      [
+        'sort=distance',
+        'sort',
+        'a distance needs a place: give lat and lng, or a token of a user with a default address',
+      ],
+      ['radiusKm=-1&lat=1&lng=1', 'radiusKm', 'Input should be a number from 0 to 20000'],
+      ['maxPrice=cheap', 'maxPrice', 'Input should be a number from 0 to 1000000'],
+      ['sort=name', 'sort', undefined],
+      ['limit=0', 'limit', undefined],
+      [`q=${'x'.repeat(101)}`, 'q', undefined],
+    ] as const) {
+      const res = await search(query);
+      expect([query, res.status, res.body.detail[0].loc]).toEqual([query, 422, ['query', loc]]);
+      if (msg) expect(res.body.detail[0].msg).toBe(msg);
+    }
+  });
+});
