@@ -152,6 +152,7 @@ export async function seedDemo(opts: SeedOptions): Promise<SeedResult> {
   const slot = availability.slots[0]?.slot ?? `${to}T10:00:00`;
   const clientToken = users.find((u) => u.id === CLIENTS[0]!.id)!.token;
   const examples = [
+    `curl -s '${publicUrl}/api/v1/coaches?serviceType=tennis'`,
     `curl -s '${publicUrl}/api/v1/service/${pkg.id}/availability?from_date=${from}&to_date=${to}'`,
     `curl -s -X POST ${publicUrl}/api/v1/service/${pkg.id} -H 'Authorization: Bearer ${clientToken}' ` +
       `-H 'Content-Type: application/json' -d '{"slots":["${slot}"],"method":"card"}'`,

@@ -73,18 +73,25 @@ describe('npm run seed (seedDemo)', () => {
     ]);
   });
 
-  it('prints ids, tokens, service ids and three curl examples', () => {
+  it('prints ids, tokens, service ids and four curl examples', () => {
     const lines: string[] = [];
     printSummary(first, (l) => lines.push(l));
     const text = lines.join('\n');
     for (const u of first.users) expect(text).toContain(u.id);
     for (const s of first.services) expect(text).toContain(s.id);
-    expect(first.examples).toHaveLength(3);
+    expect(first.examples).toHaveLength(4);
     expect(first.examples.every((e) => e.startsWith('curl '))).toBe(true);
   });
 
+  it('finds a demo coach as the search example asks', async () => {
+    const path = first.examples[0]!.match(/'https?:\/\/[^/]+(\/api\/v1\/coaches\?[^']+)'/)![1]!;
+    const res = await t.request('GET', path);
+    expect(res.status).toBe(200);
+    expect(res.body.map((c: { id: string }) => c.id)).toContain(DEMO_IDS.coaches[0]);
+  });
+
   it('books the example slot as the example command says', async () => {
-    const example = first.examples[1]!;
+    const example = first.examples[2]!;
     const serviceId = example.match(/\/api\/v1\/service\/([0-9a-f-]{36})/)![1]!;
     const body = JSON.parse(example.match(/-d '([^']+)'/)![1]!);
     const token = example.match(/Bearer ([^']+)'/)![1]!;
