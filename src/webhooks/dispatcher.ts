@@ -12,6 +12,8 @@ export const webhookRetryDelayMs = (attempts: number) => Math.min(30_000 * 2 ** 
 /** A claim left `sending` this long belongs to a process that died mid-send; it may be taken over. */
 const STALE_CLAIM_MS = 120_000;
 const TIMEOUT_MS = 10_000;
+/** First wait before recording an attempt's outcome again when the database refused it (then doubled, up to 5 s). */
+const RECORD_RETRY_MS = 250;
 /** Attempts under way at once (at most one per channel). */
 const MAX_IN_FLIGHT = 20;
 
@@ -118,35 +120,53 @@ export function createWebhookDispatcher(
     const ok = status !== null && status >= 200 && status < 300;
     if (!ok && !error) error = `answered ${status}`;
     const giveUp = !ok && (permanent || n >= MAX_WEBHOOK_ATTEMPTS);
-    await deps.db.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
+    const durationMs = Date.now() - started;
+    const record = () =>
+      deps.db.transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms)
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-        [row.id, n, now.toISOString(), status, error?.slice(0, 1000) ?? null, Date.now() - started],
-      );
-      await tx.query(
-        // A channel removed during the attempt: a failure is the last one (no retry to a removed channel).
-        // Only while the claim is still this attempt's: a sender that stalled past STALE_CLAIM_MS, whose
-        // claim was taken over meanwhile, must not undo what the taker recorded (a late failure would put
-        // a delivered webhook back in the queue, and send it again); a late success is still news.
-        `UPDATE webhook_deliveries SET attempts = $2, last_status_code = $3, last_error = $4, claimed_at = NULL,
+          [row.id, n, now.toISOString(), status, error?.slice(0, 1000) ?? null, durationMs],
+        );
+        await tx.query(
+          // A channel removed during the attempt: a failure is the last one (no retry to a removed channel).
+          // Only while the claim is still this attempt's: a sender that stalled past STALE_CLAIM_MS, whose
+          // claim was taken over meanwhile, must not undo what the taker recorded (a late failure would put
+          // a delivered webhook back in the queue, and send it again); a late success is still news.
+          `UPDATE webhook_deliveries SET attempts = $2, last_status_code = $3, last_error = $4, claimed_at = NULL,
            status = CASE WHEN $5 = 'pending' AND channel_removed_at IS NOT NULL THEN 'failed' ELSE $5 END,
            delivered_at = $6,
            next_attempt_at = CASE WHEN channel_removed_at IS NOT NULL THEN NULL ELSE $7::timestamptz END
          WHERE id = $1 AND ((status = 'sending' AND claimed_at = $8)
             OR ($5 = 'delivered' AND status IN ('pending', 'sending')))`,
-        [
-          row.id,
-          n,
-          status,
-          error?.slice(0, 1000) ?? null,
-          ok ? 'delivered' : giveUp ? 'failed' : 'pending',
-          ok ? now.toISOString() : null,
-          ok || giveUp ? null : new Date(now.getTime() + webhookRetryDelayMs(n)).toISOString(),
-          now.toISOString(),
-        ],
-      );
-    });
+          [
+            row.id,
+            n,
+            status,
+            error?.slice(0, 1000) ?? null,
+            ok ? 'delivered' : giveUp ? 'failed' : 'pending',
+            ok ? now.toISOString() : null,
+            ok || giveUp ? null : new Date(now.getTime() + webhookRetryDelayMs(n)).toISOString(),
+            now.toISOString(),
+          ],
+        );
+      });
+    // The receiver has answered: the outcome must not be lost to a database that is away for a moment
+    // (restarting, failing over), or the claim would look like a dead sender's in two minutes and the
+    // webhook be sent again. Kept trying while the claim is still this attempt's, and not after a stop.
+    for (let wait = RECORD_RETRY_MS; ; wait = Math.min(wait * 2, 5_000)) {
+      try {
+        await record();
+        break;
+      } catch (err) {
+        if (stopped || Date.now() - started + wait >= STALE_CLAIM_MS) throw err;
+        deps.log.warn('webhook outcome not recorded yet, trying again', {
+          deliveryId: row.id,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
     if (!ok)
       deps.log[giveUp ? 'error' : 'warn'](
         giveUp ? 'webhook delivery given up' : 'webhook delivery deferred',

@@ -5,9 +5,12 @@ import { createProjectionRunner } from '../../projections/runner';
 import { webhookProcess } from '../../projections/webhookProcess';
 import { migrations } from '../../src/db/migrations';
 import { migrate, splitStatements } from '../../src/db/migrate';
+import type { Database } from '../../src/db/database';
+import { createPgDatabase } from '../../src/db/pg';
 import { claimDueSql } from '../../src/webhooks/dispatcher';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
 import { eventually, marketplace } from '../support/marketplace';
+import { freePort } from '../support/serviceProcess';
 import { testDatabase } from '../support/services';
 import { startTestSystem, type TestSystem } from '../support/system';
 import { startHeldReceiver, startWebhookReceiver } from '../support/webhookReceiver';
@@ -795,6 +798,69 @@ describe('the dispatcher', () => {
       expect(text).not.toMatch(/Seq Scan on webhook_deliveries/);
     } finally {
       await fresh.drop();
+    }
+  });
+});
+
+describe('the database away when an attempt ends', () => {
+  it('records the outcome once the database is back, and sends nothing twice', async () => {
+    const database = await testDatabase();
+    // node-postgres on a port nothing listens on: the errors a pool gives while the server is down.
+    const unreachable = createPgDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, {
+      max: 2,
+    });
+    const away = { now: false };
+    const real = database.db;
+    const db = Object.assign(Object.create(real) as Database, {
+      query: (...args: Parameters<Database['query']>) => (away.now ? unreachable : real).query(...args),
+      transaction: (...args: Parameters<Database['transaction']>) =>
+        (away.now ? unreachable : real).transaction(...args),
+      framedTransaction: (...args: Parameters<Database['framedTransaction']>) =>
+        (away.now ? unreachable : real).framedTransaction(...args),
+    });
+    let clock = new Date('2026-12-01T08:00:00Z');
+    const s = await startTestSystem({ db, clock: () => clock, env: { WEBHOOK_ALLOW_LOOPBACK: 'true' } });
+    const slow = await startHeldReceiver();
+    try {
+      const market = marketplace(s);
+      const client = await market.client();
+      const hook = await s.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'webhook', address: slow.url('/hook') },
+      });
+      expect(hook.status).toBe(200);
+      const serviceId = await market.offering(await market.coach());
+      const booked = await s.request('POST', `/api/v1/service/${serviceId}`, {
+        token: client.token,
+        body: { slots: ['2026-12-02T10:00:00'] },
+      });
+      expect(booked.status).toBe(200);
+      await slow.arrived; // claimed and sent
+      // The receiver answers 200 while the database is away (restarting, failing over) for a second.
+      away.now = true;
+      slow.release(200);
+      await new Promise((r) => setTimeout(r, 1000));
+      away.now = false;
+      const row = () =>
+        real
+          .query<{ status: string; attempts: number }>(
+            'SELECT status, attempts FROM webhook_deliveries WHERE channel_id = $1',
+            [hook.body.id],
+          )
+          .then((r) => r.rows);
+      expect(await eventually(row, (r) => r[0]?.status === 'delivered', 8000)).toEqual([
+        { status: 'delivered', attempts: 1 },
+      ]);
+      // Past the two minutes after which a claim counts as a dead sender's: nothing is sent again.
+      clock = new Date(clock.getTime() + 180_000);
+      await s.system.deliverWebhooks();
+      await silence();
+      expect(slow.requests).toBe(1);
+    } finally {
+      await s.close();
+      await slow.close();
+      await unreachable.close();
+      await database.drop();
     }
   });
 });
