@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createProjectionRunner } from '../../projections/runner';
@@ -205,6 +205,45 @@ describe('webhook channels (27)', () => {
       notifications[0].id,
     ]);
     expect(rows.rows).toEqual([{ status: 'delivered' }]);
+  });
+
+  it('a receiver verifies the signature as docs/api.md says, also over a body with non-ASCII text', async () => {
+    // Written from the document alone, not from src/webhooks/signing.ts: the key is the whole secret's UTF-8
+    // bytes, the message the bytes of t, "." and the raw body; v1 is the hex HMAC-SHA256; t within 5 minutes.
+    const verify = (secret: string, header: string, raw: Buffer, nowSeconds: number) => {
+      const t = /^t=(\d+),/.exec(header)?.[1];
+      const v1 = /,v1=([0-9a-f]{64})$/.exec(header)?.[1];
+      if (!t || !v1 || Math.abs(nowSeconds - Number(t)) > 300) return false;
+      const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
+        .update(Buffer.concat([Buffer.from(`${t}.`, 'utf8'), raw]))
+        .digest();
+      return timingSafeEqual(mac, Buffer.from(v1, 'hex'));
+    };
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    const { secret } = await registerHook(client.token, path);
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { name: 'Tennis für Anfänger — 🎾 ñ' });
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const [hook] = await hooksAt(path, 1);
+    const raw = Buffer.from(hook!.body, 'utf8');
+    expect(Number(hook!.headers['content-length'])).toBe(raw.length);
+    expect(JSON.parse(hook!.body).data.notification.message).toContain('Tennis für Anfänger — 🎾 ñ');
+    const signature = hook!.headers['x-coaching-signature'] as string;
+    expect(verify(secret!, signature, raw, nowSec())).toBe(true);
+    // The Node.js one-liner the document gives agrees.
+    const [, t0, v1] = /^t=(\d+),v1=(.+)$/.exec(signature)!;
+    expect(createHmac('sha256', secret!).update(`${t0}.${hook!.body}`).digest('hex')).toBe(v1);
+    // A changed letter, another secret, or a timestamp over 5 minutes off is refused.
+    expect(verify(secret!, signature, Buffer.from(hook!.body.replace('ü', 'u'), 'utf8'), nowSec())).toBe(
+      false,
+    );
+    expect(verify(`${secret!}x`, signature, raw, nowSec())).toBe(false);
+    expect(verify(secret!, signature, raw, nowSec() + 301)).toBe(false);
   });
 
   it('a new, empty read-model database beside the log queues again none of the webhooks sent before it', async () => {
