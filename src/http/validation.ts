@@ -22,7 +22,8 @@ function issueOf(where: Location, err: t.ValidationError): ValidationIssue {
     return {
       loc,
       msg: `${String(loc[1])} should be given once, not ${err.value.length} times`,
-      type: `invalid_${(leaf?.type.name ?? 'value').replace(/\W+/g, '_')}`,
+      // One type whatever the parameter's codec (an enum's name made `invalid__a_b_`).
+      type: 'repeated',
     };
   if (err.message === 'extra_forbidden')
     return { loc, msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
