@@ -16,30 +16,41 @@ const TIMEOUT_MS = 10_000;
 const RECORD_RETRY_MS = 250;
 /** Attempts under way at once (at most one per channel). */
 const MAX_IN_FLIGHT = 20;
+/**
+ * Attempts under way at once for one user's channels: a user whose 20 channels point at receivers that never
+ * answer holds this many places for their 10 s, not every place, so other users' webhooks still go out.
+ */
+export const MAX_IN_FLIGHT_PER_USER = 4;
 
 /**
  * Claims up to `limit` due deliveries ($1 now, $2 the time before which a claim is stale, $3 the channels
- * with an attempt under way here), the oldest of each channel, each row with `due`: how many were due in
+ * with an attempt under way here, $4 and $5 the users with attempts under way here and how many), the oldest
+ * of each channel and at most MAX_IN_FLIGHT_PER_USER under way per user, each row with `due`: how many were due in
  * all (busy channels' included), so the caller knows whether it left some behind. It runs every second and
  * after attempts, so it reads the open deliveries by their indexes (migrations 43 and 49), never every
  * delivery ever made.
  */
 export const claimDueSql = (limit: number) =>
   `WITH due AS (
-     SELECT id, channel_id, next_attempt_at, created_at FROM webhook_deliveries
+     SELECT id, channel_id, user_id, next_attempt_at, created_at FROM webhook_deliveries
      WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
         OR (status = 'sending' AND claimed_at < $2)),
+   first_of_channel AS (
+     SELECT DISTINCT ON (channel_id) id, user_id, next_attempt_at, created_at FROM due
+     WHERE NOT (channel_id = ANY($3::uuid[]))
+     ORDER BY channel_id, next_attempt_at NULLS FIRST, created_at, id),
    picked AS (
      SELECT id FROM (
-       SELECT DISTINCT ON (channel_id) id, next_attempt_at, created_at FROM due
-       WHERE NOT (channel_id = ANY($3::uuid[]))
-       ORDER BY channel_id, next_attempt_at NULLS FIRST, created_at, id) AS first_of_channel
+       SELECT f.*, row_number() OVER (PARTITION BY f.user_id ORDER BY f.next_attempt_at NULLS FIRST, f.created_at, f.id)
+         AS nth FROM first_of_channel f) AS ranked
+     LEFT JOIN unnest($4::uuid[], $5::int[]) AS busy(user_id, running) USING (user_id)
+     WHERE nth <= ${MAX_IN_FLIGHT_PER_USER} - coalesce(busy.running, 0)
      ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT ${limit})
    UPDATE webhook_deliveries SET status = 'sending', claimed_at = $1
    WHERE id IN (SELECT id FROM picked)
      AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
         OR (status = 'sending' AND claimed_at < $2))
-   RETURNING id, channel_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed,
+   RETURNING id, channel_id, user_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed,
      (SELECT count(*) FROM due)::int AS due`;
 
 export interface WebhookDispatcher {
@@ -54,6 +65,7 @@ export interface WebhookDispatcher {
 interface Due {
   id: string;
   channel_id: string;
+  user_id: string;
   url: string;
   payload: string;
   attempts: number;
@@ -185,7 +197,7 @@ export function createWebhookDispatcher(
    * a channel has one attempt under way at a time, so a dead receiver's backlog takes one of the
    * MAX_IN_FLIGHT places, not all of them.
    */
-  const inFlight = new Map<string, { channelId: string; done: Promise<boolean> }>();
+  const inFlight = new Map<string, { channelId: string; userId: string; done: Promise<boolean> }>();
 
   /** Claims what is due (as many as there are free places) and starts the attempts; does not wait for them. */
   const pass = async (now: Date): Promise<Promise<boolean>[]> => {
@@ -199,10 +211,14 @@ export function createWebhookDispatcher(
       return [];
     }
     const busyChannels = [...new Set([...inFlight.values()].map((a) => a.channelId))];
+    const running = new Map<string, number>();
+    for (const a of inFlight.values()) running.set(a.userId, (running.get(a.userId) ?? 0) + 1);
     const due = await deps.db.query<Due>(claimDueSql(free), [
       now.toISOString(),
       new Date(now.getTime() - STALE_CLAIM_MS).toISOString(),
       busyChannels,
+      [...running.keys()],
+      [...running.values()],
     ]);
     leftBehind = due.rows.length ? due.rows[0]!.due > due.rows.length : busyChannels.length > 0;
     return due.rows.map((row) => {
@@ -219,7 +235,7 @@ export function createWebhookDispatcher(
           // A place (or the channel) is free: what waits goes out now, not at the next tick.
           if (leftBehind && !stopped) setImmediate(background);
         });
-      inFlight.set(row.id, { channelId: row.channel_id, done });
+      inFlight.set(row.id, { channelId: row.channel_id, userId: row.user_id, done });
       return done;
     });
   };

@@ -7,7 +7,7 @@ import { migrations } from '../../src/db/migrations';
 import { migrate, splitStatements } from '../../src/db/migrate';
 import type { Database } from '../../src/db/database';
 import { createPgDatabase } from '../../src/db/pg';
-import { claimDueSql } from '../../src/webhooks/dispatcher';
+import { MAX_IN_FLIGHT_PER_USER, claimDueSql } from '../../src/webhooks/dispatcher';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
 import { eventually, marketplace } from '../support/marketplace';
 import { freePort } from '../support/serviceProcess';
@@ -513,6 +513,39 @@ describe('webhook channels (27)', () => {
     expect(receiver.at(path)).toHaveLength(2);
   });
 
+  it("one user's 20 channels at receivers that never answer hold 4 places, not all: another user's webhook goes out", async () => {
+    const hog = await m.client();
+    const other = await m.client();
+    const slow = await startHeldReceiver();
+    try {
+      for (let i = 0; i < 20; i++) {
+        const res = await t.request('POST', '/api/v1/notification/channel', {
+          token: hog.token,
+          body: { type: 'webhook', address: slow.url(`/hog-${i}`) },
+        });
+        expect(res.status).toBe(200);
+      }
+      const path = `/other-${randomUUID()}`;
+      await registerHook(other.token, path);
+      await book(hog); // 20 deliveries, one per channel, none answered
+      await eventually(
+        async () => slow.requests,
+        (n) => n >= MAX_IN_FLIGHT_PER_USER,
+      );
+      await book(other);
+      // Within the hog's 10 s: before, its 20 attempts held every place and this one waited them out.
+      const got = await eventually(
+        async () => receiver.at(path),
+        (r) => r.length === 1,
+        5_000,
+      );
+      expect(got).toHaveLength(1);
+      expect(slow.requests).toBe(MAX_IN_FLIGHT_PER_USER);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a sender that stalled past its claim does not undo what the sender that took it over recorded', async () => {
     const client = await m.client();
     const slow = await startHeldReceiver();
@@ -831,6 +864,8 @@ describe('the dispatcher', () => {
         new Date().toISOString(),
         stale,
         [randomUUID()],
+        [randomUUID()],
+        [1],
       ]);
       const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
       expect(text).toContain('webhook_deliveries_claimed');
