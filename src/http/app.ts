@@ -18,6 +18,9 @@ const MOUNTED = new WeakMap<Koa, Router[]>();
 /** Every router an app serves (what /openapi.json describes; tests enumerate routes with it). */
 export const mountedRouters = (app: Koa): Router[] => MOUNTED.get(app) ?? [];
 
+/** How long `/healthz` waits for the database, the event store and the leases. */
+const HEALTH_PROBE_MS = 3_000;
+
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are logged by errorHandler, once, without leaking to the client
@@ -40,19 +43,34 @@ export function createApp(deps: AppDeps): Koa {
   app.use(presentTokenMustBeValid());
 
   const health = new Router();
+  /**
+   * A probe that gets no answer within HEALTH_PROBE_MS fails: a frozen database or a blackholed route keeps
+   * its connections open and would hold the answer until TCP keepalive gives up (minutes), past any load
+   * balancer's probe timeout, which then learns nothing of why.
+   */
+  const withinProbeTime = <T>(probe: Promise<T>) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${HEALTH_PROBE_MS / 1000} s`)),
+        HEALTH_PROBE_MS,
+      );
+    });
+    return Promise.race([probe, late]).finally(() => clearTimeout(timer));
+  };
   health.get('/healthz', async (ctx) => {
     // Public (load balancers probe it): why something is down (driver errors naming hosts and users, a
     // failed event's stream with a user's id) is shown to an admin token only.
     const detailed = ctx.get('authorization') ? principal(ctx).roles.includes('admin') : false;
     const check = async (f: () => Promise<unknown>) =>
-      f().then(
+      withinProbeTime(f()).then(
         () => 'ok',
         (e: unknown) => (detailed ? `down: ${e instanceof Error ? e.message : String(e)}` : 'down'),
       );
     const [eventStore, database, leases] = await Promise.all([
       check(() => deps.store.ping()),
       check(() => deps.db.query('SELECT 1')),
-      deps.leases.status().catch(() => null),
+      withinProbeTime(deps.leases.status()).catch(() => null),
     ]);
     const projections = deps.runner.status().map((p) => {
       if (detailed) return p;
