@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Database } from '../../src/db/database';
-import { createPgDatabase } from '../../src/db/pg';
-import { testDatabase, type TestDatabase } from '../support/services';
-import { freePort } from '../support/serviceProcess';
+import { switchableDatabase, testDatabase, type TestDatabase } from '../support/services';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /**
@@ -12,26 +9,18 @@ import { startTestSystem, type TestSystem } from '../support/system';
  */
 let t: TestSystem;
 let database: TestDatabase;
-let unreachable: Database;
-const away = { now: false };
+let closeSwitch: () => Promise<void>;
+let away: { now: boolean };
 
 beforeAll(async () => {
   database = await testDatabase();
-  // node-postgres on a port nothing listens on: the errors a pool gives while the server is down.
-  unreachable = createPgDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, { max: 2 });
-  const real = database.db;
-  const db = Object.assign(Object.create(real) as Database, {
-    query: (...args: Parameters<Database['query']>) => (away.now ? unreachable : real).query(...args),
-    transaction: (...args: Parameters<Database['transaction']>) =>
-      (away.now ? unreachable : real).transaction(...args),
-    framedTransaction: (...args: Parameters<Database['framedTransaction']>) =>
-      (away.now ? unreachable : real).framedTransaction(...args),
-  });
-  t = await startTestSystem({ db });
+  const switched = await switchableDatabase(database.db);
+  ({ away, close: closeSwitch } = switched);
+  t = await startTestSystem({ db: switched.db });
 });
 afterAll(async () => {
   await t?.close();
-  await unreachable?.close();
+  await closeSwitch?.();
   await database?.drop();
 });
 

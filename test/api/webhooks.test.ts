@@ -5,13 +5,10 @@ import { createProjectionRunner } from '../../projections/runner';
 import { webhookProcess } from '../../projections/webhookProcess';
 import { migrations } from '../../src/db/migrations';
 import { migrate, splitStatements } from '../../src/db/migrate';
-import type { Database } from '../../src/db/database';
-import { createPgDatabase } from '../../src/db/pg';
 import { MAX_IN_FLIGHT_PER_USER, claimDueSql } from '../../src/webhooks/dispatcher';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signing';
 import { eventually, marketplace } from '../support/marketplace';
-import { freePort } from '../support/serviceProcess';
-import { testDatabase } from '../support/services';
+import { switchableDatabase, testDatabase } from '../support/services';
 import { startTestSystem, type TestSystem } from '../support/system';
 import { startHeldReceiver, startWebhookReceiver } from '../support/webhookReceiver';
 
@@ -879,19 +876,7 @@ describe('the dispatcher', () => {
 describe('the database away when an attempt ends', () => {
   it('records the outcome once the database is back, and sends nothing twice', async () => {
     const database = await testDatabase();
-    // node-postgres on a port nothing listens on: the errors a pool gives while the server is down.
-    const unreachable = createPgDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, {
-      max: 2,
-    });
-    const away = { now: false };
-    const real = database.db;
-    const db = Object.assign(Object.create(real) as Database, {
-      query: (...args: Parameters<Database['query']>) => (away.now ? unreachable : real).query(...args),
-      transaction: (...args: Parameters<Database['transaction']>) =>
-        (away.now ? unreachable : real).transaction(...args),
-      framedTransaction: (...args: Parameters<Database['framedTransaction']>) =>
-        (away.now ? unreachable : real).framedTransaction(...args),
-    });
+    const { db, away, close: closeSwitch } = await switchableDatabase(database.db);
     let clock = new Date('2026-12-01T08:00:00Z');
     const s = await startTestSystem({ db, clock: () => clock, env: { WEBHOOK_ALLOW_LOOPBACK: 'true' } });
     const slow = await startHeldReceiver();
@@ -916,7 +901,7 @@ describe('the database away when an attempt ends', () => {
       await new Promise((r) => setTimeout(r, 1000));
       away.now = false;
       const row = () =>
-        real
+        database.db
           .query<{ status: string; attempts: number }>(
             'SELECT status, attempts FROM webhook_deliveries WHERE channel_id = $1',
             [hook.body.id],
@@ -933,7 +918,7 @@ describe('the database away when an attempt ends', () => {
     } finally {
       await s.close();
       await slow.close();
-      await unreachable.close();
+      await closeSwitch();
       await database.drop();
     }
   });

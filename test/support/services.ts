@@ -79,3 +79,23 @@ export async function testDatabase(): Promise<TestDatabase> {
 export async function postgresServer(): Promise<string | null> {
   return process.env.DATABASE_URL ?? (await containerPostgres());
 }
+
+/**
+ * `real` behind a switch: while `away.now`, every query and transaction goes to a node-postgres pool on a
+ * port nothing listens on, so it fails as it does while the server is down (restarting, failing over).
+ */
+export async function switchableDatabase(real: Database) {
+  const { freePort } = await import('./serviceProcess');
+  const unreachable = createPgDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, {
+    max: 2,
+  });
+  const away = { now: false };
+  const db = Object.assign(Object.create(real) as Database, {
+    query: (...args: Parameters<Database['query']>) => (away.now ? unreachable : real).query(...args),
+    transaction: (...args: Parameters<Database['transaction']>) =>
+      (away.now ? unreachable : real).transaction(...args),
+    framedTransaction: (...args: Parameters<Database['framedTransaction']>) =>
+      (away.now ? unreachable : real).framedTransaction(...args),
+  });
+  return { db, away, close: () => unreachable.close() };
+}
