@@ -54,7 +54,7 @@ describePg('GET /healthz with the database frozen', () => {
     await database?.drop();
   });
 
-  it('answers 503 within seconds, naming the database (and the event store on it) as down', async () => {
+  it('answers 503 within seconds, naming the database (and the event store when on it) as down', async () => {
     expect((await t.request('GET', '/healthz')).status).toBe(200);
     frozen.now = true;
     const started = Date.now();
@@ -64,7 +64,8 @@ describePg('GET /healthz with the database frozen', () => {
     expect(res.body).toMatchObject({
       status: 'degraded',
       database: { status: 'down' },
-      eventStore: { status: 'down' },
+      // On the database when it is the event store too; EventStoreDB is not behind the frozen proxy.
+      eventStore: { status: t.system.deps.store.kind === 'esdb' ? 'ok' : 'down' },
       leases: null,
     });
     const admin = await t.request('GET', '/healthz', {
