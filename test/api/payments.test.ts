@@ -20,38 +20,12 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
 
   /** What the booking side writes when a client books: a payment in `awaiting`. */
   async function createPayment(opts: { clientId?: string; coachId?: string; expiresInMs?: number } = {}) {
-    const p = {
-      paymentId: randomUUID(),
-      groupId: randomUUID(),
-      status: 'awaiting' as const,
-      price: 49.5,
-      currency: 'EUR',
-      methodId: 2,
-      method: 'card',
-      coachId: opts.coachId ?? randomUUID(),
-      clientId: opts.clientId ?? randomUUID(),
-      serviceId: randomUUID(),
+    const p = await listedPayment(t.system.deps.store, opts.clientId ?? randomUUID(), now.toISOString(), {
+      coachId: opts.coachId,
       expiresAt: new Date(now.getTime() + (opts.expiresInMs ?? HOUR)).toISOString(),
-      createdAt: now.toISOString(),
-    };
-    // As a booking writes it: listed on the client's bookings, then the payment itself.
-    const listed: BookingListed['data'] = {
-      groupId: p.groupId,
-      clientId: p.clientId,
-      coachId: p.coachId,
-      serviceId: p.serviceId,
-      paymentId: p.paymentId,
-      sessionIds: [],
-      bookedAt: p.createdAt,
-    };
-    await t.system.deps.store.append(clientBookingsStream(p.clientId), [
-      { type: 'BookingListed', data: listed },
-    ]);
-    const res = await t.system.deps.store.append(paymentStream(p.paymentId), [
-      { type: 'PaymentCreated', data: p, metadata: { actor: { userId: p.clientId, role: 'client' } } },
-    ]);
-    expect(await t.system.runner.waitFor(res.position, 3000)).toBe(true);
-    return p;
+    });
+    expect(await t.system.runner.waitFor(p.position, 3000)).toBe(true);
+    return p.payment;
   }
   const payment = (p: Awaited<ReturnType<typeof createPayment>>, status: string, extra = {}) => ({
     status,
@@ -504,8 +478,16 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
   });
 });
 
-/** An awaiting payment of the client, listed on its bookings as a booking lists it, written straight to `store`. */
-async function listedPayment(store: EventStore, clientId: string, createdAt: string) {
+/**
+ * What the booking side writes when a client books, straight to `store`: the booking listed on the client's
+ * bookings, then its payment in `awaiting`. Answers the payment and the position of its event.
+ */
+async function listedPayment(
+  store: EventStore,
+  clientId: string,
+  createdAt: string,
+  opts: { coachId?: string; expiresAt?: string } = {},
+) {
   const p = {
     paymentId: randomUUID(),
     groupId: randomUUID(),
@@ -514,17 +496,26 @@ async function listedPayment(store: EventStore, clientId: string, createdAt: str
     currency: 'EUR',
     methodId: 2,
     method: 'card',
-    coachId: randomUUID(),
+    coachId: opts.coachId ?? randomUUID(),
     clientId,
     serviceId: randomUUID(),
-    expiresAt: new Date(T0 + HOUR).toISOString(),
+    expiresAt: opts.expiresAt ?? new Date(T0 + HOUR).toISOString(),
     createdAt,
   };
-  await store.append(clientBookingsStream(clientId), [
-    { type: 'BookingListed', data: { ...p, sessionIds: [], bookedAt: createdAt } },
+  const listed: BookingListed['data'] = {
+    groupId: p.groupId,
+    clientId,
+    coachId: p.coachId,
+    serviceId: p.serviceId,
+    paymentId: p.paymentId,
+    sessionIds: [],
+    bookedAt: createdAt,
+  };
+  await store.append(clientBookingsStream(clientId), [{ type: 'BookingListed', data: listed }]);
+  const res = await store.append(paymentStream(p.paymentId), [
+    { type: 'PaymentCreated', data: p, metadata: { actor: { userId: clientId, role: 'client' } } },
   ]);
-  await store.append(paymentStream(p.paymentId), [{ type: 'PaymentCreated', data: p }]);
-  return p;
+  return { payment: p, position: res.position };
 }
 
 /**
@@ -571,7 +562,7 @@ describe('endpoint 17: a provider event delivered twice at once', () => {
     );
     try {
       const clientId = randomUUID();
-      const create = (createdAt: string) => listedPayment(inner, clientId, createdAt);
+      const create = async (createdAt: string) => (await listedPayment(inner, clientId, createdAt)).payment;
       const older = await create(new Date(T0).toISOString());
       const newer = await create(new Date(T0 + 1000).toISOString());
       race.target = newer.paymentId;
@@ -603,7 +594,7 @@ describe('endpoint 17: two different provider events for one user at once', () =
     );
     try {
       const clientId = randomUUID();
-      const create = (createdAt: string) => listedPayment(inner, clientId, createdAt);
+      const create = async (createdAt: string) => (await listedPayment(inner, clientId, createdAt)).payment;
       let at = T0;
       for (const body of [
         { status: 'canceled', providerEventId: 'evt_mine' },
