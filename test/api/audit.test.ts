@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SlotsReserved } from '../../commands/calendar/events';
-import { bookingTerms, eventually, marketplace } from '../support/marketplace';
+import { bookingTerms, eventually, holdData, marketplace } from '../support/marketplace';
 import { EventStoreUnavailableError } from '../../src/eventstore/types';
 import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
@@ -311,25 +310,14 @@ describe('who booked: a booking completed from its hold', () => {
     const terms = bookingTerms({ paymentExpiresAt: '2026-12-02T08:00:00.000Z' });
     const sessionId = randomUUID();
     const groupId = randomUUID();
-    const hold: SlotsReserved['data'] = {
+    const hold = holdData({
       coachId,
-      groupId,
-      serviceId: randomUUID(),
       clientId,
-      groupSession: false,
-      maxGroupSize: 1,
-      timezone: 'Europe/Berlin',
-      sessions: [
-        {
-          sessionId,
-          startsAt: '2026-12-02T09:00:00.000Z',
-          endsAt: '2026-12-02T10:00:00.000Z',
-          slot: '2026-12-02T10:00:00',
-        },
-      ],
+      groupId,
+      sessionId,
       terms,
       reservedAt: '2026-12-01T08:00:00.000Z',
-    };
+    });
     const { store } = t.system.deps;
     await store.append(`calendar-${coachId}`, [
       { type: 'SlotsReserved', data: hold, metadata: { actor, requestId, correlationId: requestId } },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SlotsReserved } from '../../commands/calendar/events';
 import { clientBookings, ensureListed, listBooking } from '../../commands/booking/lookups';
-import { bookingTerms, eventually, marketplace } from '../support/marketplace';
+import { bookingTerms, eventually, holdData, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /**
@@ -164,25 +164,7 @@ describe("endpoint 17 finds the user's newest open payment on the write side", (
     const coachId = randomUUID();
     const clientId = randomUUID();
     const terms = bookingTerms({ paymentExpiresAt: '2026-12-02T08:00:00.000Z' });
-    const hold: SlotsReserved['data'] = {
-      coachId,
-      groupId: randomUUID(),
-      serviceId: randomUUID(),
-      clientId,
-      groupSession: false,
-      maxGroupSize: 1,
-      timezone: 'Europe/Berlin',
-      sessions: [
-        {
-          sessionId: randomUUID(),
-          startsAt: '2026-12-02T09:00:00.000Z',
-          endsAt: '2026-12-02T10:00:00.000Z',
-          slot: SLOT,
-        },
-      ],
-      terms,
-      reservedAt: NOW.toISOString(),
-    };
+    const hold = holdData({ coachId, clientId, terms, reservedAt: NOW.toISOString() });
     await t.system.deps.store.append(`calendar-${coachId}`, [{ type: 'SlotsReserved', data: hold }]);
     const listed = await eventually(
       async () => (await t.system.deps.store.readStream(`bookings-of-${clientId}`)).events,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { calendarStream } from '../../commands/calendar/events';
 import { bookingStream } from '../../commands/booking/events';
 import { paymentStream } from '../../commands/payments/events';
-import { bookingTerms, eventually } from '../support/marketplace';
+import { bookingTerms, eventually, holdData } from '../support/marketplace';
 import { type TestSystem } from '../support/system';
 import { apiSuite, type Marketplace } from '../support/apiSuite';
 
@@ -610,25 +610,15 @@ describe('bookings follow their payment, and heal after a crash', () => {
     await t.system.deps.store.append(calendarStream(coach.id), [
       {
         type: 'SlotsReserved',
-        data: {
+        data: holdData({
           coachId: coach.id,
+          clientId: client.id,
           groupId,
           serviceId,
-          clientId: client.id,
-          groupSession: false,
-          maxGroupSize: 1,
-          timezone: 'Europe/Berlin',
-          sessions: [
-            {
-              sessionId,
-              startsAt: '2026-12-02T09:00:00.000Z',
-              endsAt: '2026-12-02T10:00:00.000Z',
-              slot: SLOT,
-            },
-          ],
+          sessionId,
           terms: bookingTerms({ paymentId, paymentExpiresAt: '2026-12-02T08:00:00.000Z' }),
           reservedAt: clock.now.toISOString(),
-        },
+        }),
       },
     ]);
     const s = await eventually(

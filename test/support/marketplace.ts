@@ -1,5 +1,5 @@
 import type { BookableService, ClientOrder } from '../../commands/calendar/decider';
-import type { BookingTerms } from '../../commands/calendar/events';
+import type { BookingTerms, SlotsReserved } from '../../commands/calendar/events';
 import type { SlotRules } from '../../commands/calendar/slots';
 import { randomUUID } from 'node:crypto';
 import type { TestSystem } from './system';
@@ -104,6 +104,40 @@ export function marketplace(t: TestSystem) {
     },
   };
   return api;
+}
+
+/**
+ * A hold of one one-on-one session (10:00-11:00 in Berlin on 2 December 2026, 09:00-10:00 UTC), as the booking
+ * route appends it first: for tests of what follows a hold whose request died.
+ */
+export function holdData(ids: {
+  coachId: string;
+  clientId: string;
+  groupId?: string;
+  serviceId?: string;
+  sessionId?: string;
+  terms?: BookingTerms;
+  reservedAt: string;
+}): SlotsReserved['data'] {
+  return {
+    coachId: ids.coachId,
+    groupId: ids.groupId ?? randomUUID(),
+    serviceId: ids.serviceId ?? randomUUID(),
+    clientId: ids.clientId,
+    groupSession: false,
+    maxGroupSize: 1,
+    timezone: 'Europe/Berlin',
+    sessions: [
+      {
+        sessionId: ids.sessionId ?? randomUUID(),
+        startsAt: '2026-12-02T09:00:00.000Z',
+        endsAt: '2026-12-02T10:00:00.000Z',
+        slot: '2026-12-02T10:00:00',
+      },
+    ],
+    terms: ids.terms ?? bookingTerms({ paymentExpiresAt: '2026-12-02T08:00:00.000Z' }),
+    reservedAt: ids.reservedAt,
+  };
 }
 
 /** A complete SessionsBooked event's data, as the booking route writes it, for read-model tests. */
