@@ -52,8 +52,15 @@ export const CoachSearchQuery = t.intersection([
 /** `q` as an ILIKE pattern that takes its text literally (`%`, `_` and `\` are no wildcards). */
 const containsPattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** The coach's approved services, as `sv`. */
-const APPROVED = `services sv WHERE sv.coach_id = p.id AND sv.status = 'approved'`;
+/**
+ * The coach's approved services that match (as `sv`): with `q` ($1), those whose name holds it (all of them
+ * when the coach's name does); with `serviceType` ($2), those that list it. Prices are over these.
+ */
+const MATCHING = `services sv WHERE sv.coach_id = p.id AND sv.status = 'approved'
+  AND ($1::text IS NULL OR ((p.profile->>'firstName') || ' ' || (p.profile->>'lastName')) ILIKE $1
+       OR sv.fields->>'name' ILIKE $1)
+  AND ($2::text IS NULL
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(sv.fields->'serviceTypes') st WHERE lower(st) = lower($2)))`;
 /** Great-circle km from ($5, $6) to the coach's default address, as `greatCircleKm` computes it. */
 const KM = `2 * 6371.0088 * asin(least(1, sqrt(
   sin(radians(a.lat - $5::float8) / 2) ^ 2
@@ -66,9 +73,9 @@ const ORDER = {
 } as const;
 
 /**
- * Coaches with at least one approved service, filtered and ordered in one statement: the name or a service's
- * name holding `q`, an approved service of `serviceType`, one at most `maxPrice`, a default address within
- * `radiusKm` of the place.
+ * Coaches with at least one matching approved service (`MATCHING`), filtered and ordered in one statement:
+ * one of them at most `maxPrice` (the prices shown and sorted by are theirs), a default address within
+ * `radiusKm` of the place. `serviceTypes` lists all the coach's approved services' types.
  */
 const searchSql = (sort: keyof typeof ORDER) => `
 SELECT p.id, p.profile, s.min_price, s.max_price, s.currency, s.types, a.lat, a.lng,
@@ -84,14 +91,10 @@ CROSS JOIN LATERAL (
     ARRAY(SELECT DISTINCT st FROM services sv, jsonb_array_elements_text(sv.fields->'serviceTypes') st
           WHERE sv.coach_id = p.id AND sv.status = 'approved' ORDER BY st)
       AS types
-  FROM ${APPROVED}
+  FROM ${MATCHING}
 ) s
 LEFT JOIN addresses a ON a.user_id = p.id AND a.is_default
 WHERE p.type = 'coach' AND s.n > 0
-  AND ($1::text IS NULL OR ((p.profile->>'firstName') || ' ' || (p.profile->>'lastName')) ILIKE $1
-       OR EXISTS (SELECT 1 FROM ${APPROVED} AND sv.fields->>'name' ILIKE $1))
-  AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM ${APPROVED}
-       AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(sv.fields->'serviceTypes') st WHERE lower(st) = lower($2))))
   AND ($3::float8 IS NULL OR s.min_price <= $3)
   AND ($4::float8 IS NULL OR (a.lat IS NOT NULL AND ${KM} <= $4))
 ORDER BY ${ORDER[sort]}

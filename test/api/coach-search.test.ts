@@ -19,11 +19,16 @@ const search = (query: string, token?: string) =>
 const ids = (res: { body: { id: string }[] }) => res.body.map((c) => c.id);
 
 /** A coach named `name` at `place` (default address) with approved services of `types` at `prices`. */
-async function coachAt(name: string, place: { lat: number; lng: number } | null, offers: [string, number][]) {
+async function coachAt(
+  name: string,
+  place: { lat: number; lng: number } | null,
+  offers: [string, number][],
+  lastName = 'Search',
+) {
   const coach = await m.coach();
   await t.request('PUT', `/api/v1/users/${coach.id}`, {
     token: m.service(),
-    body: { firstName: name, lastName: 'Search', type: 'coach', languages: ['de', 'en'] },
+    body: { firstName: name, lastName, type: 'coach', languages: ['de', 'en'] },
   });
   if (place)
     await t.request('POST', '/api/v1/nav/addreses', {
@@ -61,7 +66,7 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
     });
   });
 
-  it('lists coaches of a service type with their card: prices over approved services, types, rating', async () => {
+  it('lists coaches of a service type with their card: prices over its approved services of that type, all types, rating', async () => {
     const res = await search(`serviceType=TENNIS-${tag}`);
     expect(res.status).toBe(200);
     expect(ids(res).sort()).toEqual([anna.id, ben.id].sort());
@@ -77,7 +82,7 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
       sessionCount: 0,
       serviceTypes: [`padel-${tag}`, `tennis-${tag}`],
       minPrice: 40,
-      maxPrice: 70,
+      maxPrice: 40,
       priceCurrency: 'EUR',
       distance: null,
     });
@@ -113,6 +118,38 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
   it('filters by a price it can be had for and sorts by the lowest price', async () => {
     expect(ids(await search(`maxPrice=35&q=Search`))).toEqual([ben.id]);
     expect(ids(await search(`sort=price&q=Search`))).toEqual([ben.id, anna.id, cleo.id]);
+  });
+
+  it('with serviceType or q, the price filter, the price order and the card prices are those of the services that match', async () => {
+    // Dora's squash costs 90, her golf 15; Emil's squash 60. Squash up to 70 is Emil's only.
+    const last = `Price${tag}`;
+    const dora = await coachAt(
+      'Dora',
+      null,
+      [
+        [`squash-${tag}`, 90],
+        [`golf-${tag}`, 15],
+      ],
+      last,
+    );
+    const emil = await coachAt('Emil', null, [[`squash-${tag}`, 60]], last);
+    expect(ids(await search(`serviceType=squash-${tag}&maxPrice=70`))).toEqual([emil.id]);
+    expect(ids(await search(`q=squash-${tag}&maxPrice=70`))).toEqual([emil.id]);
+    const bySquash = await search(`serviceType=squash-${tag}&sort=price`);
+    expect(
+      bySquash.body.map((c: { id: string; minPrice: number; maxPrice: number }) => [
+        c.id,
+        c.minPrice,
+        c.maxPrice,
+      ]),
+    ).toEqual([
+      [emil.id, 60, 60],
+      [dora.id, 90, 90],
+    ]);
+    // The card still lists every type the coach offers; by her name, all her services count.
+    expect(bySquash.body[1].serviceTypes).toEqual([`golf-${tag}`, `squash-${tag}`]);
+    expect(ids(await search(`q=${last}&maxPrice=20`))).toEqual([dora.id]);
+    expect((await search(`q=Dora ${last}`)).body[0]).toMatchObject({ minPrice: 15, maxPrice: 90 });
   });
 
   it('orders by rating by default, the unrated last; pages with limit and offset', async () => {
