@@ -6,7 +6,8 @@ import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
-import { Uuid, boundedString, decode, orNull, strict } from '../../src/http/validation';
+import { describeSchema } from '../../src/http/openapi/jsonSchema';
+import { Uuid, boundedString, decode, orNull, refine, strict } from '../../src/http/validation';
 import { readState } from '../../src/commandHandler';
 import { booking as bookingDecider } from '../booking/decider';
 import { bookingStream, type SessionsBooked } from '../booking/events';
@@ -15,10 +16,50 @@ import { loadProfile } from '../users/profile';
 import { emailRequest } from './decider';
 import { emailStream, type EmailFacts, type EmailRequested, type EmailTemplate } from './events';
 
-export const VerificationBody = strict(
-  {},
-  { code: orNull(boundedString(100, 1)), link: orNull(boundedString(2000, 1)) },
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+/** A verification code is one line the user reads and types: not blanks only, no line breaks. */
+const VerificationCode = describeSchema(
+  refine(
+    boundedString(100, 1),
+    (s) => /\S/.test(s) && !CONTROL.test(s),
+    'string',
+    'String should be one line of 1 to 100 characters, not blanks only',
+  ),
+  {
+    type: 'string',
+    minLength: 1,
+    maxLength: 100,
+    pattern: '^(?=.*\\S)[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]+$',
+  },
+);
+/** A verification link is opened from the mail: an absolute http(s) URL, no blanks or control characters. */
+const isWebUrl = (s: string) => {
+  if (!/^https?:\/\/\S+$/i.test(s) || CONTROL.test(s)) return false;
+  try {
+    return new URL(s).host !== '';
+  } catch {
+    return false;
+  }
+};
+const VerificationLink = describeSchema(
+  refine(
+    boundedString(2000, 1),
+    isWebUrl,
+    'link',
+    'Input should be an http(s) URL of at most 2000 characters',
+  ),
+  { type: 'string', format: 'uri', maxLength: 2000, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://\\S+$' },
+);
+/**
+ * A verification e-mail must give the user something to verify with: a code, a link or both. One with
+ * neither asked the user to confirm the address and gave no way to.
+ */
+export const VerificationBody = refine(
+  strict({}, { code: orNull(VerificationCode), link: orNull(VerificationLink) }, 'Verification'),
+  (b) => (b.code ?? null) !== null || (b.link ?? null) !== null,
   'Verification',
+  'A verification e-mail needs a code or a link (or both)',
 );
 /**
  * Session e-mails take an optional reason (shown in cancel, decline and dispute e-mails), as long as the

@@ -207,6 +207,7 @@ suite(title, () => {
     const verify = () =>
       t.request('POST', `/api/v1/notification/private/email/${client.id}/verification`, {
         token: m.service(),
+        body: { code: '1234' },
       });
     smtp.rejectNext(1, 550);
     expect((await verify()).status).toBe(200);

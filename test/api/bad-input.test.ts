@@ -367,7 +367,8 @@ beforeAll(async () => {
       query: { ...PAGING, user: ['x', '%00'], type: ['', 'x'.repeat(101)] },
     },
     'POST /api/v1/notification/private/email/:user_id/verification': {
-      valid: { code: '1', link: 'l' },
+      body: 'required',
+      valid: { code: '1', link: 'https://example.com/verify' },
       nullable: ['code', 'link'],
     },
     'GET /api/v1/storage/profile/media': { query: { kind: ['', 'media', 'x'.repeat(300)] } },

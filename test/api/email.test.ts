@@ -689,6 +689,45 @@ describe('private e-mail endpoints (18 to 23)', () => {
     expect(tooLong.body.detail[0]).toMatchObject({ loc: ['body', 'reason'] });
   });
 
+  it('18 refuses a verification e-mail that gives nothing to verify with, a code of blanks or lines, a link that is no web address', async () => {
+    const user = await m.client();
+    const path = `/api/v1/notification/private/email/${user.id}/verification`;
+    const cases: [unknown, (string | number)[]][] = [
+      [{}, ['body']],
+      [undefined, ['body']],
+      [{ code: null, link: null }, ['body']],
+      [{ code: '   ' }, ['body', 'code']],
+      [{ code: '1234\r\nReason: your account is closed' }, ['body', 'code']],
+      [{ link: 'javascript:alert(1)' }, ['body', 'link']],
+      [{ link: '/verify?t=1' }, ['body', 'link']],
+      [{ link: 'https://example.com/verify?t=1\nReply to claim' }, ['body', 'link']],
+      [{ code: '1234', link: ' ' }, ['body', 'link']],
+    ];
+    for (const [body, loc] of cases) {
+      const res = await t.request('POST', path, {
+        token: m.service(),
+        ...(body === undefined ? { headers: { 'content-type': 'application/json' } } : { body }),
+      });
+      expect({ body, status: res.status, loc: res.body.detail?.[0]?.loc }).toEqual({
+        body,
+        status: 422,
+        loc,
+      });
+    }
+    const empty = await t.request('POST', path, { token: m.service(), body: {} });
+    expect(empty.body.detail[0].msg).toBe('A verification e-mail needs a code or a link (or both)');
+    // Nothing was requested, so nothing is sent; a code with blanks inside and a web link still are.
+    const ok = await t.request('POST', path, {
+      token: m.service(),
+      body: { code: '481 516', link: 'HTTPS://example.com/verify?t=1' },
+    });
+    expect(ok.status).toBe(200);
+    const [mail] = await mailsTo(emailOf(user.id), 1);
+    expect(mail!.text).toContain('Your verification code: 481 516\nOr open: HTTPS://example.com/verify?t=1');
+    await silence();
+    expect(to(emailOf(user.id))).toHaveLength(1);
+  });
+
   it('reads optional fields sent as null as not sent: no reason, no code', async () => {
     const { coach, session } = await booked();
     const base = `/api/v1/notification/private/email`;
@@ -723,7 +762,7 @@ describe('private e-mail endpoints (18 to 23)', () => {
     ).toBe(403);
     const unknownUser = await t.request('POST', `${base}/${randomUUID()}/verification`, {
       token: m.service(),
-      body: {},
+      body: { code: '1234' },
     });
     expect(unknownUser.status).toBe(404);
     expect(unknownUser.body).toMatchObject({ error: 'user_not_found', code: 404 });

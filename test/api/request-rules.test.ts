@@ -38,7 +38,6 @@ describe('an empty JSON body reads as {}', () => {
     const s = sessions[0]!;
     const base = '/api/v1/notification/private/email';
     const calls: [string, string][] = [
-      [`${base}/${client.id}/verification`, 'verification'],
       [`${base}/${client.id}/session/${s.groupId}/booking`, 'booking'],
       [`${base}/${client.id}/session/${s.id}/approve`, 'approve'],
       [`${base}/${client.id}/session/${s.id}/cancel`, 'cancel'],
@@ -53,6 +52,9 @@ describe('an empty JSON body reads as {}', () => {
         body: { id: expect.any(String), status: 'queued', to: expect.any(String), template },
       });
     }
+    // 18's body is required (a code or a link): read as {}, it is 422, not an e-mail with nothing to verify.
+    const verification = await emptyJson('POST', `${base}/${client.id}/verification`, m.service());
+    expect([verification.status, verification.body.detail[0].loc]).toEqual([422, ['body']]);
   });
 
   it('on session decline and cancel, service reject and update, and the profile upsert', async () => {
@@ -80,9 +82,9 @@ describe('an empty JSON body reads as {}', () => {
 
   it('a body of only white space (a newline, CRLF) is empty too; other text is still 400', async () => {
     const { coach, client, sessions } = await booking(['2026-12-02T10:00:00']);
-    const verification = `/api/v1/notification/private/email/${client.id}/verification`;
+    const bookingEmail = `/api/v1/notification/private/email/${client.id}/session/${sessions[0]!.groupId}/booking`;
     for (const body of [' ', '\n', '\r\n', ' \t\r\n ']) {
-      const res = await t.request('POST', verification, {
+      const res = await t.request('POST', bookingEmail, {
         token: m.service(),
         body,
         headers: { 'content-type': 'application/json' },
@@ -90,7 +92,7 @@ describe('an empty JSON body reads as {}', () => {
       expect({ body, status: res.status, template: res.body.template }).toEqual({
         body,
         status: 200,
-        template: 'verification',
+        template: 'booking',
       });
     }
     const declined = await t.request('POST', `/api/v1/session/${sessions[0]!.id}/decline`, {
@@ -99,7 +101,7 @@ describe('an empty JSON body reads as {}', () => {
       headers: { 'content-type': 'application/json' },
     });
     expect([declined.status, declined.body.state]).toEqual([200, 'declined']);
-    const garbage = await t.request('POST', verification, {
+    const garbage = await t.request('POST', bookingEmail, {
       token: m.service(),
       body: ' x ',
       headers: { 'content-type': 'application/json' },

@@ -409,7 +409,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     endpoint: 18,
     tag: 'E-mail (private)',
     summary: 'Send a verification e-mail',
-    body: { codec: VerificationBody, optional: true },
+    body: { codec: VerificationBody },
     answer: A.EmailQueuedCodec,
   },
   'POST /api/v1/notification/private/email/:user_id/session/:group_id/booking': {
