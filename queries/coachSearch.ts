@@ -5,7 +5,6 @@ import { ValidationError } from '../src/http/errors';
 import { Paging, boundedString, decode, refine } from '../src/http/validation';
 import { describeSchema } from '../src/http/openapi/jsonSchema';
 import type { UserProfile } from '../commands/users/events';
-import { greatCircleKm } from '../commands/calendar/travel';
 import type { CoachCard } from '../src/resources/coachCard';
 import { LatFromString, LngFromString } from './availability';
 import { optionalPrincipal } from './caller';
@@ -61,10 +60,12 @@ const MATCHING = `services sv WHERE sv.coach_id = p.id AND sv.status = 'approved
        OR sv.fields->>'name' ILIKE $1)
   AND ($2::text IS NULL
        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(sv.fields->'serviceTypes') st WHERE lower(st) = lower($2)))`;
-/** Great-circle km from ($5, $6) to the coach's default address, as `greatCircleKm` computes it. */
+/** Great-circle km from ($5, $6) to the coach's default address, as `greatCircleKm` (commands/calendar/travel.ts) computes it. */
 const KM = `2 * 6371.0088 * asin(least(1, sqrt(
   sin(radians(a.lat - $5::float8) / 2) ^ 2
   + cos(radians($5::float8)) * cos(radians(a.lat)) * sin(radians(a.lng - $6::float8) / 2) ^ 2)))`;
+/** `KM` as `distance` shows it (2 decimals, as JavaScript's Math.round(km * 100) / 100): what `radiusKm` bounds. */
+const SHOWN_KM = `floor(${KM} * 100 + 0.5) / 100`;
 const ORDER = {
   // `rating` is text with 2 decimals from 1.00 to 5.00: its text order is its numeric order.
   rating: `rating DESC NULLS LAST, sessions DESC, p.id`,
@@ -78,7 +79,7 @@ const ORDER = {
  * `radiusKm` of the place. `serviceTypes` lists all the coach's approved services' types.
  */
 const searchSql = (sort: keyof typeof ORDER) => `
-SELECT p.id, p.profile, s.min_price, s.max_price, s.currency, s.types, a.lat, a.lng,
+SELECT p.id, p.profile, s.min_price, s.max_price, s.currency, s.types,
   (SELECT ${AVERAGE_RATING} FROM reviews WHERE coach_id = p.id) AS rating,
   (SELECT count(*)::int FROM completed_sessions WHERE coach_id = p.id) AS sessions,
   CASE WHEN $5::float8 IS NULL OR a.lat IS NULL THEN NULL ELSE ${KM} END AS km
@@ -96,7 +97,7 @@ CROSS JOIN LATERAL (
 LEFT JOIN addresses a ON a.user_id = p.id AND a.is_default
 WHERE p.type = 'coach' AND s.n > 0
   AND ($3::float8 IS NULL OR s.min_price <= $3)
-  AND ($4::float8 IS NULL OR (a.lat IS NOT NULL AND ${KM} <= $4))
+  AND ($4::float8 IS NULL OR (a.lat IS NOT NULL AND ${SHOWN_KM} <= $4))
 ORDER BY ${ORDER[sort]}
 LIMIT $7 OFFSET $8`;
 
@@ -107,10 +108,9 @@ interface Row {
   max_price: number;
   currency: string;
   types: string[];
-  lat: number | null;
-  lng: number | null;
   rating: string | null;
   sessions: number;
+  km: number | null;
 }
 
 export function coachSearchQueries(deps: AppDeps): Router {
@@ -171,11 +171,8 @@ export function coachSearchQueries(deps: AppDeps): Router {
       minPrice: r.min_price,
       maxPrice: r.max_price,
       priceCurrency: r.currency,
-      // As the profile (13) shows it: great-circle km to 2 decimals.
-      distance:
-        place && r.lat !== null && r.lng !== null
-          ? Math.round(greatCircleKm(place, { lat: r.lat, lng: r.lng }) * 100) / 100
-          : null,
+      // As the profile (13) shows it: great-circle km to 2 decimals (`SHOWN_KM`, which the radius is held to).
+      distance: r.km === null ? null : Math.round(r.km * 100) / 100,
     }));
   });
   return router;

@@ -102,6 +102,15 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
       [anna.id, 0],
       [ben.id, 27.19],
     ]);
+    // The radius is compared with the distance as shown: Ben, shown at 27.19 km (27.1912...), is within 27.19.
+    const edge = await search(`lat=${BERLIN.lat}&lng=${BERLIN.lng}&radiusKm=27.19&sort=distance&q=Search`);
+    expect(edge.body.map((c: { id: string; distance: number }) => [c.id, c.distance])).toEqual([
+      [anna.id, 0],
+      [ben.id, 27.19],
+    ]);
+    expect(ids(await search(`lat=${BERLIN.lat}&lng=${BERLIN.lng}&radiusKm=27.18&q=Search`))).toEqual([
+      anna.id,
+    ]);
     const all = await search(`lat=${BERLIN.lat}&lng=${BERLIN.lng}&sort=distance&q=Search`);
     expect(ids(all)).toEqual([anna.id, ben.id, cleo.id]);
     // A client with a default address in Munich, no lat/lng: distances from there.
