@@ -384,9 +384,12 @@ describe('removing an address and choosing the default (added)', () => {
       ['Office', false],
       ['Home', true],
     ]);
-    await t.request('PUT', `${PATH}/${homeId}/default`, { token: u.token });
+    // PUT takes no Idempotency-Key (docs/api.md): the header is ignored, the same key on another id moves it.
+    const headers = { 'idempotency-key': randomUUID() };
+    await t.request('PUT', `${PATH}/${homeId}/default`, { token: u.token, headers });
     const officeId = res.body[0].id;
-    const moved = await t.request('PUT', `${PATH}/${officeId}/default`, { token: u.token });
+    const moved = await t.request('PUT', `${PATH}/${officeId}/default`, { token: u.token, headers });
+    expect(moved.headers.get('idempotent-replayed')).toBeNull();
     expect(names(moved.body)).toEqual([
       ['Office', true],
       ['Home', false],

@@ -118,6 +118,29 @@ describe("a coach's removed address (DELETE /api/v1/nav/addreses/{id})", () => {
     const after = await freeOn(serviceId, '2026-12-03', `&lat=${POTSDAM.lat}&lng=${POTSDAM.lng}`);
     expect(after.travel).toBe(0);
   });
+
+  it("leaves a session booked at the client's place its travel, still blocked, when the coach's addresses go", async () => {
+    const { coach, studio, park, serviceId } = await coachWithPlaces();
+    const client = await m.client();
+    const far = await book(client.token, serviceId, {
+      slots: ['2026-12-02T12:00:00'],
+      address: 'Potsdam, Am Kanal 1',
+      position: POTSDAM,
+    });
+    expect(far.body[0]).toMatchObject({ minutesTravel: 75 });
+    for (const id of [studio, park])
+      expect((await t.request('DELETE', `/api/v1/nav/addreses/${id}`, { token: coach.token })).status).toBe(
+        200,
+      );
+
+    const session = await t.request('GET', `/api/v1/session/${far.body[0].id}`, { token: client.token });
+    expect(session.body).toMatchObject({ minutesTravel: 75, clientLocation: POTSDAM });
+    // Its trip (10:45 to 14:15) is still busy; a new booking there has no base to travel from: 0 minutes.
+    expect(await freeOn(serviceId, '2026-12-02', `&lat=${POTSDAM.lat}&lng=${POTSDAM.lng}`)).toEqual({
+      travel: 0,
+      slots: ['09:00', '15:00', '16:00'],
+    });
+  });
 });
 
 describe('travel time (minutesTravel)', () => {
