@@ -12,7 +12,10 @@ import { AVERAGE_RATING, ratingOf } from './reviews';
 
 type Place = { lat: number; lng: number };
 
-/** A positive decimal query parameter up to `max` (`25`, `12.5`), as a number. */
+/**
+ * A decimal query parameter from 0 to `max`, as a number: spelled as a client prints one, as lat/lng are
+ * (`25`, `12.5`, any number of decimals, `1e-7`; up to 40 characters), so any price a service has is a maxPrice.
+ */
 const decimalParam = (name: string, max: number) =>
   describeSchema(
     new t.Type<number, string, unknown>(
@@ -21,7 +24,7 @@ const decimalParam = (name: string, max: number) =>
       (u, c) => {
         const r = refine(
           t.string,
-          (s) => /^\d{1,9}(\.\d{1,6})?$/.test(s) && Number(s) <= max,
+          (s) => s.length <= 40 && /^\d+(\.\d+)?(e-\d{1,3})?$/i.test(s) && Number(s) <= max,
           name,
           `Input should be a number from 0 to ${max}`,
         ).validate(u, c);

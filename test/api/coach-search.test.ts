@@ -126,6 +126,11 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
 
   it('filters by a price it can be had for and sorts by the lowest price', async () => {
     expect(ids(await search(`maxPrice=35&q=Search`))).toEqual([ben.id]);
+    // Any price a service can have, as a client prints it (more than 6 decimals, an exponent), is a maxPrice.
+    expect(ids(await search(`maxPrice=30.0000001&q=Search`))).toEqual([ben.id]);
+    expect(ids(await search(`maxPrice=1e-7&q=Search`))).toEqual([]);
+    const near = await search(`lat=${POTSDAM.lat}&lng=${POTSDAM.lng}&radiusKm=0.0000001&q=Search`);
+    expect([near.status, ids(near)]).toEqual([200, [ben.id]]);
     expect(ids(await search(`sort=price&q=Search`))).toEqual([ben.id, anna.id, cleo.id]);
   });
 
