@@ -282,6 +282,14 @@ describe('session lifecycle', () => {
     );
     expect(before.body).toMatchObject({ stateAt: null, lastChange: null });
   });
+  it('shows a decline sent without a reason with the empty reason it recorded', async () => {
+    const { coach, session } = await booked();
+    expect((await act(coach.token, session.id, 'decline')).status).toBe(200);
+    const auditor = t.token(randomUUID(), ['auditor']);
+    const now = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: auditor });
+    expect(now.body.events.at(-1).data.reason).toBe('');
+    expect(now.body.lastChange).toMatchObject({ type: 'SessionDeclined', reason: '' });
+  });
 
   it("finds a coach's session on the kept calendar, not by reading the coach's whole history each time", async () => {
     const { coach, session } = await booked();
