@@ -56,13 +56,14 @@ const containsPattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /**
  * The coach's approved services that match (as `sv`): with `q` ($1), those whose name holds it (all of them
- * when the coach's name does); with `serviceType` ($2), those that list it. Prices are over these.
+ * when the coach's name does); with `serviceType` ($2), those that list it. Prices are over these. Text is
+ * compared in NFC ($1 and $2 come so), so an accent typed as a combining mark matches one stored composed.
  */
 const MATCHING = `services sv WHERE sv.coach_id = p.id AND sv.status = 'approved'
-  AND ($1::text IS NULL OR ((p.profile->>'firstName') || ' ' || (p.profile->>'lastName')) ILIKE $1
-       OR sv.fields->>'name' ILIKE $1)
-  AND ($2::text IS NULL
-       OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(sv.fields->'serviceTypes') st WHERE lower(st) = lower($2)))`;
+  AND ($1::text IS NULL OR normalize((p.profile->>'firstName') || ' ' || (p.profile->>'lastName'), NFC) ILIKE $1
+       OR normalize(sv.fields->>'name', NFC) ILIKE $1)
+  AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(sv.fields->'serviceTypes') st
+       WHERE lower(normalize(st, NFC)) = lower($2)))`;
 /** Great-circle km from ($5, $6) to the coach's default address, as `greatCircleKm` (commands/calendar/travel.ts) computes it. */
 const KM = `2 * 6371.0088 * asin(least(1, sqrt(
   sin(radians(a.lat - $5::float8) / 2) ^ 2
@@ -148,8 +149,8 @@ export function coachSearchQueries(deps: AppDeps): Router {
           type: 'missing',
         },
       ]);
-    const text = query.q?.trim() ? containsPattern(query.q.trim()) : null;
-    const serviceType = query.serviceType?.trim() || null;
+    const text = query.q?.trim() ? containsPattern(query.q.trim().normalize('NFC')) : null;
+    const serviceType = query.serviceType?.trim().normalize('NFC') || null;
     const res = await deps.db.query<Row>(searchSql(sort), [
       text,
       serviceType,

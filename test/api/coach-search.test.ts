@@ -95,6 +95,16 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
     expect(ids(await search(`q=_nna&serviceType=tennis-${tag}`))).toEqual([]);
   });
 
+  it('matches text however its accents are encoded (composed é or e with a combining accent)', async () => {
+    // Zoë's name is stored decomposed (as some keyboards send it), Chloë's composed; each found either way.
+    const last = `Nfc${tag}`;
+    const zoe = await coachAt('Zoe\u0308', null, [[`ballet-${tag}`, 30]], last);
+    const chloe = await coachAt('Chlo\u00eb', null, [[`Café-${tag}`.normalize('NFD'), 30]], last);
+    expect(ids(await search(`q=${encodeURIComponent(`zo\u00eb ${last}`)}`))).toEqual([zoe.id]);
+    expect(ids(await search(`q=${encodeURIComponent(`CHLOE\u0308 ${last}`)}`))).toEqual([chloe.id]);
+    expect(ids(await search(`serviceType=${encodeURIComponent(`CAF\u00c9-${tag}`)}`))).toEqual([chloe.id]);
+  });
+
   it("measures distance from lat/lng (or the caller's default address), filters by radius and sorts by it", async () => {
     const near = await search(`lat=${BERLIN.lat}&lng=${BERLIN.lng}&radiusKm=100&sort=distance&q=Search`);
     expect(near.status).toBe(200);
