@@ -64,6 +64,13 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
         serviceTypes: [`tennis-${tag}`],
       },
     });
+    // Nor is a coach changed to a client, though its approved service stays approved.
+    const former = await coachAt('Former', BERLIN, [[`tennis-${tag}`, 35]]);
+    const changed = await t.request('PUT', `/api/v1/users/${former.id}`, {
+      token: m.service(),
+      body: { type: 'client' },
+    });
+    expect(changed.status).toBe(200);
   });
 
   it('lists coaches of a service type with their card: prices over its approved services of that type, all types, rating', async () => {
