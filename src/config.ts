@@ -14,6 +14,8 @@ export interface Config {
   databasePoolSize: number;
   /** Longest wait for a database connection (new, or a free one of the pool) before 503. */
   databaseConnectTimeoutMs: number;
+  /** Longest wait for the answer to one statement before 503 (0: none; migrations are never bounded). */
+  databaseQueryTimeoutMs: number;
   eventStoreUrl?: string;
   s3?: { endpoint: string; accessKey: string; secretKey: string; bucket: string; timeoutMs: number };
   smtpUrl?: string;
@@ -349,6 +351,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     databasePoolSize: atLeastOne(env, 'DATABASE_POOL_SIZE', 10),
     databaseConnectTimeoutMs: atLeastOne(env, 'DATABASE_CONNECT_TIMEOUT_MS', 10_000),
+    databaseQueryTimeoutMs: positiveInt(env, 'DATABASE_QUERY_TIMEOUT_MS', 10_000),
     eventStoreUrl: eventStoreUrl(env.EVENTSTORE_URL),
     s3: env.S3_ENDPOINT
       ? {

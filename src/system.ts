@@ -61,6 +61,7 @@ export async function openDatabase(config: Config): Promise<Database> {
     ? createPgDatabase(config.databaseUrl, {
         max: config.databasePoolSize,
         connectTimeoutMs: config.databaseConnectTimeoutMs,
+        queryTimeoutMs: config.databaseQueryTimeoutMs,
       })
     : createPgliteDatabase(path.join(config.dataDir, 'pglite'));
 }
@@ -72,9 +73,13 @@ export async function openEventStore(config: Config, db: Database): Promise<Even
   // The scheme in any letter case, as loadConfig checked it (`POSTGRES://` is a postgres:// URL to pg too).
   if (/^esdb(\+discover)?:\/\//i.test(url)) return createEsdbEventStore(url);
   if (/^postgres(ql)?:\/\//i.test(url))
-    return createSqlEventStore(createPgDatabase(url, { connectTimeoutMs: config.databaseConnectTimeoutMs }), {
-      ownsDb: true,
-    });
+    return createSqlEventStore(
+      createPgDatabase(url, {
+        connectTimeoutMs: config.databaseConnectTimeoutMs,
+        queryTimeoutMs: config.databaseQueryTimeoutMs,
+      }),
+      { ownsDb: true },
+    );
   // Not the URL itself: it may hold a password.
   throw new Error('EVENTSTORE_URL must start with esdb:// or postgres://');
 }

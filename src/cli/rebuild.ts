@@ -36,7 +36,8 @@ async function main() {
   const config = loadConfig();
   if (!config.databaseUrl) ensureDataDir(config.dataDir);
   const log = createLogger({ service: 'rebuild' });
-  const db = await openDatabase(config);
+  // An operator's job over whole tables (a verify compares them): no bound on a statement's time.
+  const db = await openDatabase({ ...config, databaseQueryTimeoutMs: 0 });
   await migrate(db);
   // The same versioned view of the log as the service (src/system.ts).
   const store = withUpcasting(await openEventStore(config, db), createUpcasterRegistry(UPCASTERS));

@@ -15,6 +15,12 @@ export interface QueryOptions {
   name?: string;
 }
 
+export interface TransactionOptions {
+  /** No bound on how long a statement may take (migrations: an index built on a big table, a lock held by
+   * another instance's migrations); otherwise the database's query timeout applies. */
+  unbounded?: boolean;
+}
+
 export interface Queryable {
   query<R = Record<string, unknown>>(
     sql: string,
@@ -26,7 +32,7 @@ export interface Queryable {
 export interface Database extends Queryable {
   readonly kind: 'pg' | 'pglite';
   /** Runs fn in one transaction: commit when it resolves, roll back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T>;
   /**
    * One transaction in two fewer round trips: `first` travels with BEGIN and the `last` that fn returns
    * travels with COMMIT (node-postgres sends each pair as one simple query). Both must be parameterless SQL

@@ -6,24 +6,27 @@ import { migrations } from './migrations';
  * An advisory lock keeps two instances starting at once from applying the same migration twice.
  */
 export async function migrate(db: Database): Promise<number[]> {
-  return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(7150001)');
-    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+  return db.transaction(
+    async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(7150001)');
+      await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set(
-      (await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
-        (r) => r.version,
-      ),
-    );
-    const applied: number[] = [];
-    for (const m of migrations) {
-      if (done.has(m.version)) continue;
-      for (const statement of splitStatements(m.sql)) await tx.query(statement);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-      applied.push(m.version);
-    }
-    return applied;
-  });
+      const done = new Set(
+        (await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
+          (r) => r.version,
+        ),
+      );
+      const applied: number[] = [];
+      for (const m of migrations) {
+        if (done.has(m.version)) continue;
+        for (const statement of splitStatements(m.sql)) await tx.query(statement);
+        await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        applied.push(m.version);
+      }
+      return applied;
+    },
+    { unbounded: true },
+  );
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Pool, types, type PoolClient } from 'pg';
-import type { Database, Queryable, QueryOptions, QueryResult } from './database';
+import type { Database, Queryable, QueryOptions, QueryResult, TransactionOptions } from './database';
 
 // int8 and numeric come back as strings; callers convert to bigint where they need it.
 types.setTypeParser(types.builtins.INT8, (v) => v);
@@ -12,7 +12,18 @@ export interface PgOptions {
    * (HTTP 503, a projection retries) instead of waiting for ever. Default 10 s.
    */
   connectTimeoutMs?: number;
+  /**
+   * Longest wait for the answer to one statement (0: none). A server that stops answering on a connection
+   * it keeps open (stopped, blackholed, a hung failover) is found by TCP keepalive only after minutes, if at
+   * all: beyond this the statement fails as "database unavailable" (HTTP 503, a projection retries) and its
+   * connection is closed, so the next caller gets a new one. Default 10 s; migrations are not bounded.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** node-postgres's error for a statement whose answer did not come within its `query_timeout`. */
+const isQueryTimeout = (err: unknown) =>
+  (err as { message?: unknown } | null)?.message === 'Query read timeout';
 
 export function createPgDatabase(connectionString: string, opts: PgOptions = {}): Database {
   const pool = new Pool({
@@ -30,11 +41,23 @@ export function createPgDatabase(connectionString: string, opts: PgOptions = {})
   });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => undefined);
+  const bound = opts.queryTimeoutMs ?? 10_000;
+  // node-postgres reads 0 as "the connection's default", which is none here.
+  const statement = (
+    text: string,
+    params: unknown[] | undefined,
+    name: string | undefined,
+    timeoutMs: number,
+  ) => ({
+    text,
+    values: params,
+    ...(name ? { name } : {}),
+    query_timeout: timeoutMs,
+  });
 
+  // A timed-out statement's connection goes: pool.query releases it with the error, which destroys it.
   const query = async <R>(sql: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>> => {
-    const res = opts?.name
-      ? await pool.query({ name: opts.name, text: sql, values: params as unknown[] })
-      : await pool.query(sql, params as unknown[]);
+    const res = await pool.query(statement(sql, params, opts?.name, bound));
     return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
   };
 
@@ -42,6 +65,7 @@ export function createPgDatabase(connectionString: string, opts: PgOptions = {})
   const inTransaction = async <T>(
     begin: string,
     fn: (tx: Queryable, rows: unknown[]) => Promise<{ value: T; last: string }>,
+    timeoutMs = bound,
   ): Promise<T> => {
     const client = await pool.connect();
     // A connection lost between two statements is reported as an 'error' event; the next statement fails
@@ -53,22 +77,24 @@ export function createPgDatabase(connectionString: string, opts: PgOptions = {})
     client.on('error', onLost);
     try {
       // Several statements in one simple query answer an array of results: the last one is `first`'s.
-      const opened = (await client.query(begin)) as unknown as { rows: unknown[] } | { rows: unknown[] }[];
+      const opened = (await client.query(statement(begin, undefined, undefined, timeoutMs))) as unknown as
+        { rows: unknown[] } | { rows: unknown[] }[];
       const rows = Array.isArray(opened) ? opened[opened.length - 1]!.rows : opened.rows;
       const tx: Queryable = {
         query: async <R>(sql: string, params?: unknown[], opts?: QueryOptions) => {
-          const res = opts?.name
-            ? await client.query({ name: opts.name, text: sql, values: params as unknown[] })
-            : await client.query(sql, params as unknown[]);
+          const res = await client.query(statement(sql, params, opts?.name, timeoutMs));
           return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
         },
       };
       const { value, last } = await fn(tx, rows);
       // An error in `last` ends the simple query before its COMMIT: the catch below rolls back.
-      await client.query(last ? `${last}; COMMIT` : 'COMMIT');
+      await client.query(statement(last ? `${last}; COMMIT` : 'COMMIT', undefined, undefined, timeoutMs));
       return value;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // The connection of a statement that got no answer still waits for it: closed, not asked to roll
+      // back (the server rolls back a transaction whose connection closes before its COMMIT).
+      if (isQueryTimeout(err)) lost = true;
+      else await client.query(statement('ROLLBACK', undefined, undefined, timeoutMs)).catch(() => undefined);
       throw err;
     } finally {
       client.off('error', onLost);
@@ -79,8 +105,12 @@ export function createPgDatabase(connectionString: string, opts: PgOptions = {})
   return {
     kind: 'pg',
     query,
-    transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return inTransaction('BEGIN', async (tx) => ({ value: await fn(tx), last: '' }));
+    transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T> {
+      return inTransaction(
+        'BEGIN',
+        async (tx) => ({ value: await fn(tx), last: '' }),
+        opts?.unbounded ? 0 : bound,
+      );
     },
     framedTransaction<R, T>(
       first: string,

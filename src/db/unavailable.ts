@@ -16,8 +16,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(
       code,
     ) ||
-    // node-postgres reports a dropped connection or a connect timeout without a code.
-    /^Connection terminated|^timeout exceeded when trying to connect/i.test(text)
+    // node-postgres reports a dropped connection, a connect timeout or no answer to a statement (its
+    // query_timeout) without a code.
+    /^Connection terminated|^timeout exceeded when trying to connect|^Query read timeout$/i.test(text)
   );
 }
 

@@ -99,3 +99,53 @@ export async function switchableDatabase(real: Database) {
   });
   return { db, away, close: () => unreachable.close() };
 }
+
+/**
+ * A TCP proxy in front of a PostgreSQL server that can freeze: frozen, it keeps every connection open and
+ * passes nothing on, holding what comes (as a stopped server or a blackholed route holds it); thawed, it
+ * passes on what it held and goes on. `url` is the server's URL through the proxy.
+ */
+export async function freezableProxy(serverUrl: string) {
+  const net = await import('node:net');
+  const target = new URL(serverUrl);
+  let frozen = false;
+  const sockets = new Set<import('node:net').Socket>();
+  const held: (() => void)[] = [];
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => sockets.delete(s));
+    }
+    const pass = (to: import('node:net').Socket) => (d: Buffer) => {
+      const send = () => to.destroyed || to.write(d);
+      if (frozen) held.push(send);
+      else send();
+    };
+    client.on('data', pass(upstream));
+    upstream.on('data', pass(client));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const url = new URL(serverUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String((proxy.address() as import('node:net').AddressInfo).port);
+  return {
+    url: url.toString(),
+    freeze: () => {
+      frozen = true;
+    },
+    thaw: () => {
+      frozen = false;
+      held.splice(0).forEach((send) => send());
+    },
+    close: async () => {
+      frozen = false;
+      held.length = 0;
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => proxy.close(r));
+    },
+  };
+}

@@ -31,6 +31,15 @@ describe('numeric settings', () => {
       expect(() => loadConfig({ [name]: '0' })).toThrow(new ConfigError(`${name} must be at least 1, got 0`));
   });
 
+  it('a statement waits DATABASE_QUERY_TIMEOUT_MS (10 s) for its answer; 0 is no limit, a non-number is refused', () => {
+    expect(loadConfig({}).databaseQueryTimeoutMs).toBe(10_000);
+    expect(loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '0' }).databaseQueryTimeoutMs).toBe(0);
+    expect(loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '2500' }).databaseQueryTimeoutMs).toBe(2500);
+    expect(() => loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '10s' })).toThrow(
+      new ConfigError('DATABASE_QUERY_TIMEOUT_MS must be a whole number, got 10s'),
+    );
+  });
+
   it('takes whole numbers', () => {
     const config = loadConfig({ PORT: '8080', CONSISTENCY_WAIT_MS: '0', MAX_UPLOAD_BYTES: '1048576' });
     expect(config).toMatchObject({ port: 8080, consistencyWaitMs: 0, maxUploadBytes: 1048576 });
