@@ -48,10 +48,29 @@ const RAW_GRPC: Record<number, string> = { 1: 'cancelled', 4: 'deadline-exceeded
  * an UnknownError "Could not recognize <message>"; reads and Streams.Append get UNAVAILABLE for the same.
  */
 const NOT_READY = /\b(Server Is Not Ready|Server Is (Too )?Busy|No leader info available)\b/;
+/**
+ * A call whose HTTP/2 stream or connection went away under it: @grpc/grpc-js reports it as INTERNAL, not
+ * UNAVAILABLE, when the stream ends without a gRPC status (a server or proxy closing the connection with a
+ * GOAWAY error code: "Received RST_STREAM with code 0 (Call ended without gRPC status)"), is reset
+ * ("Received RST_STREAM with code 2 ..."), cannot be started on a closing session ("Failed to start HTTP/2
+ * stream") or written to ("Write error"); other gRPC stacks say "Stream removed" or "Session closed"; a
+ * server that resets streams to shed load (ENHANCE_YOUR_CALM) gives RESOURCE_EXHAUSTED "Bandwidth
+ * exhausted". The client hands these over as UnknownError; they are a lost connection, not a bad request.
+ */
+const CONNECTION_LOST =
+  /\b(RST_STREAM|Call ended without gRPC status|Failed to start HTTP\/2 stream|Write error|Stream removed|Session closed|Bandwidth exhausted)\b/;
+const INTERNAL = 13;
+const RESOURCE_EXHAUSTED = 8;
 /** What kind of failure: the client's `type`, or the kind a raw gRPC error's status code stands for. */
 const typeOf = (err: unknown): string | undefined => {
   const e = err as { type?: unknown; code?: unknown; details?: unknown; message?: unknown };
   if (e?.type === 'unknown' && typeof e.message === 'string' && NOT_READY.test(e.message))
+    return 'unavailable';
+  if (
+    (e?.code === INTERNAL || e?.code === RESOURCE_EXHAUSTED) &&
+    (e.type === undefined || e.type === 'unknown') &&
+    CONNECTION_LOST.test(`${String(e.details ?? '')} ${String(e.message ?? '')}`)
+  )
     return 'unavailable';
   if (typeof e?.type === 'string') return e.type;
   if (typeof e?.code === 'number' && typeof e.details === 'string') return RAW_GRPC[e.code];

@@ -184,6 +184,48 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     expect((await store.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'C']);
   });
 
+  it('connections the node closes mid-call (GOAWAY with an error code): only transient errors, each append once', async () => {
+    // Calls cut this way end without a gRPC status: the client reports INTERNAL "Received RST_STREAM ...
+    // (Call ended without gRPC status)", which is a lost connection like UNAVAILABLE, not a broken request.
+    const { errors, sub } = await watch();
+    let running = true;
+    let dropped = 0;
+    const dropper = (async () => {
+      while (running) {
+        await sleep(10 + Math.random() * 40);
+        dropped += double.dropConnections();
+      }
+    })();
+    const landed: string[] = [];
+    const other: string[] = [];
+    await Promise.all(
+      Array.from({ length: 100 }, async (_, k) => {
+        const s = `cut-${k}-${randomUUID()}`;
+        for (let i = 0; i < 6; i++) {
+          const id = randomUUID();
+          const call = i % 2 ? store.readStream(s) : store.append(s, [{ id, ...ev('A', { i }) }]);
+          try {
+            await call;
+            if (i % 2 === 0) landed.push(id);
+          } catch (err) {
+            if (!(err instanceof EventStoreUnavailableError)) other.push(String(err));
+          }
+        }
+      }),
+    );
+    running = false;
+    await dropper;
+    expect(dropped).toBeGreaterThan(0);
+    expect(other).toEqual([]);
+    await waitUntil(() => errors.length > 0 || double.stats().subscriptions === 0);
+    await sub.stop();
+    expect(errors.filter((e) => !isTransient(e))).toEqual([]);
+    // Whatever was answered as written is in the log once; nothing is there twice.
+    const ids = (await store.readAll({ commit: -1n, prepare: -1n }, 10_000)).map((e) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(landed.filter((id) => !ids.includes(id))).toEqual([]);
+  }, 60_000);
+
   it('a stalled node: ping says down within its short deadline (the client gives reads none), close() returns', async () => {
     await store.ping();
     double.delayAnswers(15_000);

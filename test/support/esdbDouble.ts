@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
+import http2 from 'node:http2';
 import { Any } from 'google-protobuf/google/protobuf/any_pb';
 import { Empty } from 'google-protobuf/google/protobuf/empty_pb';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
@@ -58,6 +59,13 @@ export interface EsdbDouble {
   notReady(ms: number, opts?: { busy?: boolean }): void;
   /** Ends every live subscription with status OK, as a server does when it sheds subscribers. */
   endSubscriptions(): number;
+  /**
+   * Closes every client connection at once with a GOAWAY carrying an HTTP/2 error code (CANCEL unless told),
+   * while the node stays up and takes new connections: as a server (or a proxy in front of it) shedding
+   * connections under load. Calls in flight may end without a gRPC status, which the client reports as
+   * INTERNAL "Received RST_STREAM ... (Call ended without gRPC status)". Returns how many it closed.
+   */
+  dropConnections(code?: number): number;
   /** Ends the oldest live subscription with an error status (UNAVAILABLE unless told). */
   failSubscription(code?: grpc.status, details?: string): boolean;
   /**
@@ -669,6 +677,14 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         s.call.end();
       }
       return n;
+    },
+    dropConnections(code = http2.constants.NGHTTP2_CANCEL) {
+      // grpc-js keeps its HTTP/2 sessions to itself; a test double may look (checked, not assumed).
+      const sessions = (server as unknown as { sessions?: Map<http2.ServerHttp2Session, unknown> }).sessions;
+      if (!(sessions instanceof Map)) throw new Error('esdbDouble: @grpc/grpc-js no longer keeps `sessions`');
+      const open = [...sessions.keys()];
+      for (const session of open) session.destroy(undefined, code);
+      return open.length;
     },
     failSubscription(code = grpc.status.UNAVAILABLE, details = 'Subscription dropped by the server') {
       const [first] = subs;
