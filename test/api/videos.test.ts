@@ -145,6 +145,20 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     }
   });
 
+  it('answers the whole file (200) to a Range sent with If-Range: no validator of a file is ever given, so none matches', async () => {
+    const c = coach();
+    const file = mp4();
+    const res = await upload(c.token, [{ name: 'file', ...file }]);
+    expect(res.status).toBe(200);
+    for (const ifRange of ['"abc"', 'W/"abc"', 'Wed, 21 Oct 2015 07:28:00 GMT']) {
+      const whole = await fetch(t.baseUrl + res.body.url, {
+        headers: { range: 'bytes=0-9', 'if-range': ifRange },
+      });
+      expect([ifRange, whole.status, whole.headers.get('content-range')]).toEqual([ifRange, 200, null]);
+      expect(Buffer.from(await whole.arrayBuffer()).equals(file.bytes)).toBe(true);
+    }
+  });
+
   it('defaults the title to the file name and the thumb to empty without a preview', async () => {
     const c = coach();
     const res = await upload(c.token, [{ name: 'file', ...mp4() }]);
