@@ -111,15 +111,19 @@ export async function createFilesystemBlobStore(dir: string): Promise<BlobStore>
     async get(key, rangeOf) {
       assertBlobKey(key);
       let info: BlobInfo;
+      let file: fsp.FileHandle;
       try {
         info = JSON.parse(await fsp.readFile(metaOf(key), 'utf8')) as BlobInfo;
-        await fsp.access(dataOf(key));
+        // Opened now, not when the stream is first read: a delete in between then failed the stream with
+        // ENOENT after the answer's head was sent (a download racing a delete had its connection cut). An
+        // open file reads whole after its name is removed.
+        file = await fsp.open(dataOf(key), 'r');
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
         throw err;
       }
       const range = rangeOf?.(info.size) ?? null;
-      return { ...info, range, stream: fs.createReadStream(dataOf(key), range ?? {}) };
+      return { ...info, range, stream: file.createReadStream(range ?? {}) };
     },
     async delete(key) {
       assertBlobKey(key);
