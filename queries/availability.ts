@@ -11,6 +11,7 @@ import {
   offeredRulesOf,
   packageLastDay,
   placeKey,
+  startOfLocalDate,
   type FreeSlot,
   type Reservation,
 } from '../commands/calendar/slots';
@@ -210,13 +211,14 @@ function holdWindow(query: unknown, now: Date): { lo: string; hi: string } {
 
 /**
  * The first instant of the next local date in `zone` (epoch ms), found by its date: a day starting at
- * 01:00 (DST skipped its midnight) plus one day would be 01:00, an hour after the next midnight.
+ * 01:00 (DST skipped its midnight) plus one day would be 01:00, an hour after the next midnight; and of a
+ * midnight DST repeats, the first.
  */
 const nextLocalMidnight = (now: Date, zone: string) => {
   const tomorrow = DateTime.fromJSDate(now, { zone: zoneOf(zone) })
     .plus({ days: 1 })
     .toISODate()!;
-  return DateTime.fromISO(tomorrow, { zone: zoneOf(zone) }).toMillis();
+  return startOfLocalDate(tomorrow, zone);
 };
 
 async function calendarOf(db: Queryable, coachId: string, from: string, to: string, travel: number) {

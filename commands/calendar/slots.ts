@@ -324,9 +324,7 @@ export function freeSlotsUntil(
           rules.packageUntil ?? -Infinity,
         );
   const packageMoves =
-    rules.packageDays === undefined
-      ? Infinity
-      : DateTime.fromISO(nextDate(localDate(now, zone)), { zone: zoneOf(zone) }).toMillis();
+    rules.packageDays === undefined ? Infinity : startOfLocalDate(nextDate(localDate(now, zone)), zone);
   const ownTravel = travelMinutes * 60_000;
   const out: FreeSlot[] = [];
   const last = DateTime.fromISO(toDate, { zone: zoneOf(zone) });
@@ -478,6 +476,15 @@ export function withoutPastOverrides(schedule: Schedule, now: Date | string): Sc
     Object.entries(schedule.overrides).filter(([date]) => date >= yesterday),
   );
   return { ...schedule, overrides };
+}
+
+/**
+ * The first instant of a local date in `zone` (epoch ms): 01:00 where DST skips its midnight, and the first
+ * of two midnights where DST repeats it (America/Havana, 1 November 2026), where luxon reads the second.
+ */
+export function startOfLocalDate(date: string, zone: string): number {
+  const dt = DateTime.fromISO(date, { zone: zoneOf(zone) });
+  return Math.min(dt.toMillis(), ...dt.getPossibleOffsets().map((x) => x.toMillis()));
 }
 
 /** The local date of an instant in a zone. */

@@ -209,6 +209,35 @@ describe('cached availability (6) is recomputed when time alone changes it', () 
     expect((await availability(serviceId, '')).body.fromDate).toBe('2026-09-07');
   });
 
+  it('the default range starts again at the first of two local midnights (DST repeats it)', async () => {
+    const coach = await m.coach({ timezone: 'America/Havana' });
+    const serviceId = await m.offering(coach);
+    // 1 November 2026 starts twice in Havana: 00:00 -04:00 (04:00Z), and again at 01:00 -04:00, set back to
+    // 00:00 -05:00 (05:00Z). Its date begins at the first.
+    clock.set('2026-10-31T12:00:00Z');
+    expect((await availability(serviceId, '')).body.fromDate).toBe('2026-10-31');
+    expect((await availability(serviceId, '')).body.fromDate).toBe('2026-10-31'); // cached
+    clock.set('2026-11-01T04:30:00Z'); // 00:30 on the 1st, its first time round
+    expect((await availability(serviceId, '')).body.fromDate).toBe('2026-11-01');
+  });
+
+  it('a package bought now may take place a day later from the first of two local midnights', async () => {
+    const hours = [{ start: '09:00', end: '17:00' }];
+    const coach = await m.coach({
+      timezone: 'America/Havana',
+      weekly: Object.fromEntries(
+        ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [d, hours]),
+      ),
+    });
+    const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 60, expiresInDays: 1 });
+    const query = 'from_date=2026-11-02&to_date=2026-11-02';
+    clock.set('2026-10-31T12:00:00Z'); // a package bought on the 31st takes place by the 1st
+    expect(await slotsOf(serviceId, query)).toEqual([]);
+    expect(await slotsOf(serviceId, query)).toEqual([]); // cached
+    clock.set('2026-11-01T04:30:00Z'); // bought on the 1st (its first 00:30): by the 2nd
+    expect(await slotsOf(serviceId, query)).toHaveLength(8);
+  });
+
   it('a package is no longer offered once it expires', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 60, expiresInDays: 1 });
