@@ -30,6 +30,7 @@ import { booking, type BookingCommand, type By } from './decider';
 import { bookingStream } from './events';
 import { service } from '../services/decider';
 import { serviceStream } from '../services/events';
+import { SYSTEM_ACTOR } from '../../src/paymentExpirySweeper';
 
 /** An unpaid booking holds its slots this long (and never past one hour before the first session). */
 export const PAYMENT_WINDOW_HOURS = 24;
@@ -265,6 +266,54 @@ export function bookingCommands(deps: AppDeps): Router {
       .map(toSessionOut);
   };
 
+  /**
+   * The system's move of a booking's payment when its last session was declined or canceled (the booking
+   * process's `SettleCanceledBooking`, at most once per payment), made by the request: recorded as the
+   * system's follow-up of the session's change (its `causationId`), in the request's correlation. A failure
+   * is left to the booking process: the session change is stored already.
+   */
+  const settleCanceledBooking = async (
+    ctx: Context,
+    groupId: string,
+    sessionId: string,
+    paymentId: string,
+    now: string,
+  ) => {
+    try {
+      const { events } = await deps.store.readStream(bookingStream(groupId));
+      const cause = events.find(
+        (e) =>
+          (e.type === 'SessionDeclined' || e.type === 'SessionCanceled') &&
+          (e.data as { sessionId?: string }).sessionId === sessionId,
+      );
+      const { requestId, correlationId } = metadataOf(ctx);
+      const outcome = await handleCommand(
+        deps.store,
+        paymentStream(paymentId),
+        paymentDecider,
+        { type: 'SettleCanceledBooking', paymentId, now },
+        {
+          requestId,
+          correlationId,
+          ...(cause ? { causationId: cause.id } : {}),
+          actor: SYSTEM_ACTOR,
+        },
+      );
+      const position = outcome.ok ? (outcome.position ?? outcome.observed) : null;
+      if (position)
+        await deps.runner.waitFor(position, deps.config.consistencyWaitMs, [
+          'payments',
+          'payment_history',
+          'sessions',
+        ]);
+    } catch (err) {
+      deps.log.warn('payment settlement left to the booking process', {
+        paymentId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  };
+
   /** Runs a lifecycle command on the session's booking, then answers the session as it now is. */
   const lifecycle = async (
     ctx: Context,
@@ -312,6 +361,13 @@ export function bookingCommands(deps: AppDeps): Router {
           error: err instanceof Error ? err.message : String(err),
         }),
       );
+      // The booking's last session gone: its payment follows now (canceled if unpaid, refunded if received),
+      // as the booking process would a moment later (it then finds it settled and does nothing), so this
+      // answer and the caller's next reads show it, and endpoint 17 no longer takes it for an open payment.
+      const anyLeft = [...state.sessions.values()].some(
+        (s) => s.state !== 'declined' && s.state !== 'canceled',
+      );
+      if (!anyLeft) await settleCanceledBooking(ctx, groupId, sessionId, state.paymentId, now);
     }
     const payment = await readState(deps.store, paymentStream(state.paymentId), paymentDecider);
     ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);

@@ -409,6 +409,68 @@ describe('bookings follow their payment, and heal after a crash', () => {
     });
   });
 
+  it("the last session's decline or cancel settles the payment before it answers, once", async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const paymentOf = async (id: string, token: string) =>
+      (await t.request('GET', `/api/v1/payment/${id}`, { token })).body;
+    const SYSTEM = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
+
+    // Unpaid: the decline's answer and the next reads (no waiting) show the payment canceled.
+    const unpaid = await booked();
+    const declined = await act(unpaid.coach.token, unpaid.session.id, 'decline');
+    expect([declined.status, declined.body.paymentState]).toEqual([200, 'canceled']);
+    const canceled = await paymentOf(unpaid.session.paymentId, unpaid.client.token);
+    expect(canceled.status).toBe('canceled');
+    expect(canceled.history.at(-1)).toMatchObject({
+      to: 'canceled',
+      reason: 'booking_canceled',
+      actor: SYSTEM,
+    });
+    expect((await sessionAs(unpaid.client.token, unpaid.session.id)).paymentState).toBe('canceled');
+
+    // A paid package of two: the first cancel keeps the money, the last one refunds it, once.
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, {
+      numberOfSessions: 2,
+      price: 80,
+      sessionCancellationHours: 1,
+    });
+    const client = await m.client();
+    const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: [SLOT, '2026-12-03T10:00:00'] },
+    });
+    expect(res.status).toBe(200);
+    const [first, second] = res.body as { id: string; paymentId: string }[];
+    for (const status of ['checkout', 'received'])
+      await t.request('POST', `/api/v1/payment/private/payment/${first!.paymentId}/update`, {
+        token: service,
+        body: { status },
+      });
+    const one = await act(client.token, first!.id, 'cancel');
+    expect([one.status, one.body.paymentState]).toEqual([200, 'received']);
+    const last = await act(coach.token, second!.id, 'cancel', { reason: 'ill' });
+    expect([last.status, last.body.paymentState]).toEqual([200, 'refund']);
+    const refunded = await paymentOf(first!.paymentId, client.token);
+    expect(refunded.status).toBe('refund');
+    expect(refunded.history.at(-1)).toMatchObject({
+      from: 'received',
+      to: 'refund',
+      reason: 'booking_canceled',
+      actor: SYSTEM,
+    });
+    // The booking process, handling the same cancellations, refunds nothing twice.
+    await eventually(
+      () => freeSlots(serviceId),
+      (slots) => slots.includes(SLOT),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const moves = (await t.system.deps.store.readStream(paymentStream(first!.paymentId))).events
+      .filter((e) => e.type === 'PaymentStatusChanged')
+      .map((e) => (e.data as { to: string }).to);
+    expect(moves).toEqual(['checkout', 'received', 'refund']);
+  });
+
   it('a paid session the coach never approved can be canceled by its client once it is over, and is refunded', async () => {
     const service = t.token(randomUUID(), ['service']);
     clock.set('2026-12-01T08:00:00Z');
