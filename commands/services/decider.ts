@@ -82,6 +82,30 @@ function inMinorUnits<F extends { price?: number | undefined; priceCurrency?: st
   return price === fields.price ? fields : { ...fields, price };
 }
 
+/**
+ * `serviceTypes` as stored: each without the blanks around it, and once (compared as the search compares them,
+ * in any case, in NFC; the first spelling kept), so `" tennis "` is found by `serviceType=tennis` and the
+ * profile (13) does not list `tennis` twice. Services recorded before keep their types as recorded.
+ */
+export function tidyServiceTypes(types: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const kept: string[] = [];
+  for (const raw of types) {
+    const type = raw.trim();
+    const key = type.normalize('NFC').toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    kept.push(type);
+  }
+  return kept;
+}
+
+function withTidyTypes<F extends { serviceTypes?: string[] | undefined }>(fields: F): F {
+  return fields.serviceTypes === undefined
+    ? fields
+    : { ...fields, serviceTypes: tidyServiceTypes(fields.serviceTypes) };
+}
+
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 function decideUpdate(
@@ -90,7 +114,9 @@ function decideUpdate(
 ): Either<DomainError, ServiceEvent[]> {
   // Another coach's service answers as if it did not exist, so ids cannot be probed.
   if (s.coachId !== command.coachId) return left(notFound);
-  const given = inMinorUnits(command.changes, command.changes.priceCurrency ?? s.priceCurrency);
+  const given = withTidyTypes(
+    inMinorUnits(command.changes, command.changes.priceCurrency ?? s.priceCurrency),
+  );
   const changes = Object.fromEntries(
     Object.entries(given).filter(([k, v]) => v !== undefined && !same(s[k as keyof ServiceFields], v)),
   ) as Partial<ServiceFields>;
@@ -154,7 +180,7 @@ export const service: Decider<ServiceCommand, ServiceEvent, ServiceState> = {
     switch (command.type) {
       case 'CreateService': {
         if (s) return left({ code: 'conflict', message: 'a service with this id already exists' });
-        const fields = inMinorUnits(command.fields, command.fields.priceCurrency);
+        const fields = withTidyTypes(inMinorUnits(command.fields, command.fields.priceCurrency));
         const err = groupRule(fields) ?? priceRule(fields);
         if (err) return left(err);
         return right([

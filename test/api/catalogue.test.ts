@@ -314,6 +314,62 @@ describe('services: create, edit, approve, reject, read', () => {
     expect(unknown.status).toBe(404);
   });
 
+  it('stores serviceTypes trimmed and once each (in any case), on create and edit; a stored type is read as stored', async () => {
+    const coach = await newCoach();
+    const kind = `yoga${randomUUID().slice(0, 8)}`;
+    const id = await newService(coach, {
+      serviceTypes: [` ${kind} `, 'Padel', kind.toUpperCase(), '\u00a0padel\t', kind],
+    });
+    const stored = await t.request('GET', `/api/v1/service/${id}`);
+    expect(stored.body.serviceTypes).toEqual([kind, 'Padel']);
+    // The search trims what it is asked for: a type sent with blanks around it is found.
+    const found = await eventually(
+      async () => (await t.request('GET', `/api/v1/coaches?serviceType=${kind}`)).body as { id: string }[],
+      (l) => l.length > 0,
+    );
+    expect(found.map((c) => c.id)).toEqual([coach.id]);
+    const profile = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
+    expect(profile.body.serviceTypes).toEqual(['Padel', kind]);
+    const edit = (body: Record<string, unknown>) =>
+      t.request('PUT', `/api/v1/coach/services/${id}`, { token: coach.token, body });
+    // The same types in another spelling are no change.
+    const same = await edit({ serviceTypes: [`${kind}  `, ' Padel'] });
+    expect(same.status).toBe(200);
+    expect((await t.system.deps.store.readStream(`service-${id}`)).events.map((e) => e.type)).toEqual([
+      'ServiceCreated',
+      'ServiceApproved',
+    ]);
+    expect((await edit({ serviceTypes: [' Tennis ', 'tennis'] })).body.serviceTypes).toEqual(['Tennis']);
+
+    // A service recorded before the rule keeps its types as they were until its coach edits them.
+    const oldId = randomUUID();
+    await appendAndWait(`service-${oldId}`, 'ServiceCreated', {
+      serviceId: oldId,
+      coachId: coach.id,
+      ...serviceBody({ serviceTypes: [' golf ', 'golf'] }),
+      description: '',
+      promo: false,
+      serviceOtherType: '',
+      sessionCancellationHours: 24,
+      numberOfSessions: 1,
+      expiresInDays: 365,
+      groupSession: false,
+      maxGroupSize: 1,
+      slots: [],
+      minimumNoticeHours: 2,
+      bookingWindowDays: 60,
+      status: 'review',
+      createdAt: new Date().toISOString(),
+    });
+    const old = await t.request('GET', `/api/v1/service/${oldId}`, { token: coach.token });
+    expect(old.body.serviceTypes).toEqual([' golf ', 'golf']);
+    const tidied = await t.request('PUT', `/api/v1/coach/services/${oldId}`, {
+      token: coach.token,
+      body: { serviceTypes: [' golf ', 'golf'] },
+    });
+    expect(tidied.body.serviceTypes).toEqual(['golf']);
+  });
+
   it('needs maxGroupSize when an edit makes a service a group one (422 missing), as create does', async () => {
     const coach = await newCoach();
     const id = await newService(coach);
