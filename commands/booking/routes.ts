@@ -27,7 +27,7 @@ import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
 import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../payments/transitions';
 import { booking, type BookingCommand, type By } from './decider';
-import { bookingStream } from './events';
+import { bookingStream, type BookingEvent } from './events';
 import { service } from '../services/decider';
 import { serviceStream } from '../services/events';
 import { SYSTEM_ACTOR } from '../../src/paymentExpirySweeper';
@@ -57,6 +57,9 @@ function placeOf(book: ReturnType<typeof addressBook.initialState>, body: Bookin
   const base = book.addresses.find((a) => a.isDefault) ?? null;
   return { ...common, addressId: null, minutesTravel: travelMinutes(base, clientLocation) };
 }
+
+/** A session still on: neither declined nor canceled (a booking with none left keeps no money). */
+const isOn = (s: { state: string }) => s.state !== 'declined' && s.state !== 'canceled';
 
 /** A stream a booking decided on without writing it: it must be unchanged when the hold is written. */
 const unchanged = (streamName: string, read: Loaded<unknown>): StreamCondition => ({
@@ -280,7 +283,15 @@ export function bookingCommands(deps: AppDeps): Router {
     now: string,
   ) => {
     try {
+      // Read again after the slot's release, as the booking process does: a package's session held before
+      // the release (the calendar still counted the canceled one) has joined the booking, which keeps its
+      // payment then.
       const { events } = await deps.store.readStream(bookingStream(groupId));
+      const latest = events.reduce(
+        (b, e) => booking.evolve(b, { type: e.type, data: e.data } as BookingEvent),
+        booking.initialState(),
+      );
+      if ([...latest.sessions.values()].some(isOn)) return;
       const cause = events.find(
         (e) =>
           (e.type === 'SessionDeclined' || e.type === 'SessionCanceled') &&
@@ -364,10 +375,8 @@ export function bookingCommands(deps: AppDeps): Router {
       // The booking's last session gone: its payment follows now (canceled if unpaid, refunded if received),
       // as the booking process would a moment later (it then finds it settled and does nothing), so this
       // answer and the caller's next reads show it, and endpoint 17 no longer takes it for an open payment.
-      const anyLeft = [...state.sessions.values()].some(
-        (s) => s.state !== 'declined' && s.state !== 'canceled',
-      );
-      if (!anyLeft) await settleCanceledBooking(ctx, groupId, sessionId, state.paymentId, now);
+      if (![...state.sessions.values()].some(isOn))
+        await settleCanceledBooking(ctx, groupId, sessionId, state.paymentId, now);
     }
     const payment = await readState(deps.store, paymentStream(state.paymentId), paymentDecider);
     ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);
