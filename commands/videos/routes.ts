@@ -55,7 +55,12 @@ export function defaultTitle(filename: string): string {
 export const ReorderBody = strict(
   {
     order: describeSchema(
-      refine(t.array(t.string), (a) => a.length <= 1000, 'order', 'order lists at most 1000 ids'),
+      refine(
+        t.array(t.string),
+        (a) => a.length <= 1000,
+        'order',
+        'Input should be a list of your video ids, at most 1000',
+      ),
       {
         type: 'array',
         items: { type: 'string', format: 'uuid' },

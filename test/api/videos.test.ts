@@ -804,6 +804,22 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     });
     expect(shape.status).toBe(422);
     expect(shape.body.detail[0].loc).toEqual(['body', 'order']);
+    // An order of another type is told what is expected (it was "order lists at most 1000 ids").
+    for (const order of ['x', null, { a: 1 }, Array(1001).fill(a)]) {
+      const wrong = await t.request('PUT', '/api/v1/storage/videos/order', {
+        token: c.token,
+        body: { order },
+      });
+      expect(wrong.body).toEqual({
+        detail: [
+          {
+            loc: ['body', 'order'],
+            msg: 'Input should be a list of your video ids, at most 1000',
+            type: 'invalid_order',
+          },
+        ],
+      });
+    }
     expect((await list(c.token)).map((v) => v.title)).toEqual(['d', 'a', 'b']);
   });
 
