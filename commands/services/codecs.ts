@@ -10,6 +10,7 @@ import {
   refine,
   strict,
   requiredText,
+  VISIBLE_CHARACTER,
 } from '../../src/http/validation';
 
 /**
@@ -59,7 +60,7 @@ const optional = {
     ),
     {
       type: 'array',
-      items: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
+      items: { type: 'string', minLength: 1, maxLength: 100, pattern: VISIBLE_CHARACTER },
       maxItems: MAX_SERVICE_TYPES,
       description: `serviceTypes should hold at most ${MAX_SERVICE_TYPES} entries`,
     },

@@ -69,8 +69,8 @@ const Languages = describeSchema(
       type: 'string',
       minLength: 1,
       maxLength: 35,
-      // No comma, and not blanks only.
-      pattern: '^[^,]*[^,\\s][^,]*$',
+      // No comma, and not blanks only (white space or characters that show nothing).
+      pattern: '^[^,]*[^,\\s\\p{Default_Ignorable_Code_Point}][^,]*$',
       description: 'A language should have 1 to 35 characters and no comma',
     },
     maxItems: MAX_LANGUAGES,

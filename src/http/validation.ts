@@ -177,13 +177,21 @@ export const boundedString = (max: number, min = 0) =>
     { type: 'string', ...(min > 0 ? { minLength: min } : {}), maxLength: max },
   );
 /**
- * A name or other required text: 1 to `max` characters, not blanks only (`"   "` names nothing). Blanks around
- * or inside it are kept as sent.
+ * One character that shows: not white space, nor one Unicode says is drawn as nothing (zero-width space, bidi
+ * controls, word joiner, variation selectors, the Hangul fillers: Default_Ignorable_Code_Point). The regular
+ * expression and the pattern /openapi.json gives (ECMA-262 with `u`, as JSON Schema validators compile it).
+ */
+export const VISIBLE_CHARACTER = '[^\\s\\p{Default_Ignorable_Code_Point}]';
+const VISIBLE = new RegExp(VISIBLE_CHARACTER, 'u');
+
+/**
+ * A name or other required text: 1 to `max` characters, not blanks only (`"   "`, or a zero-width space alone,
+ * names nothing). Blanks around or inside it are kept as sent.
  */
 export const requiredText = (max: number) =>
   describeSchema(
-    refine(boundedString(max, 1), (s) => /\S/.test(s), 'string', 'String should not be blanks only'),
-    { type: 'string', minLength: 1, maxLength: max, pattern: '\\S' },
+    refine(boundedString(max, 1), (s) => VISIBLE.test(s), 'string', 'String should not be blanks only'),
+    { type: 'string', minLength: 1, maxLength: max, pattern: VISIBLE_CHARACTER },
   );
 /**
  * A link shown to others (a profile's avatar, its media): '' , a path, or an http(s) URL. Any other scheme

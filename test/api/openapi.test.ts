@@ -346,7 +346,12 @@ describe('GET /openapi.json', () => {
       const { serviceTypes, slots, priceCurrency } = body(path, method);
       expect(serviceTypes).toMatchObject({
         type: 'array',
-        items: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
+        items: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 100,
+          pattern: '[^\\s\\p{Default_Ignorable_Code_Point}]',
+        },
         maxItems: 20,
       });
       expect(slots).toMatchObject({ type: 'array', items: { type: 'string' }, maxItems: 500 });
@@ -355,7 +360,12 @@ describe('GET /openapi.json', () => {
     const profile = body('/api/v1/users/{user_id}', 'put');
     expect(profile.languages).toMatchObject({
       type: 'array',
-      items: { type: 'string', minLength: 1, maxLength: 35, pattern: '^[^,]*[^,\\s][^,]*$' },
+      items: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 35,
+        pattern: '^[^,]*[^,\\s\\p{Default_Ignorable_Code_Point}][^,]*$',
+      },
       maxItems: 50,
     });
     expect(profile.email).toMatchObject({ type: 'string', maxLength: 254 });

@@ -13,7 +13,9 @@ apiSuite('2026-12-01T08:00:00Z', (system, market) => {
   m = market;
 });
 
-const BLANKS = ['   ', '\t\n', '\u00a0\u3000'];
+// Blanks, and characters that show nothing (zero-width space, a bidi override, a word joiner with a variation
+// selector, the Hangul filler): a name of these alone is as empty on the screen.
+const BLANKS = ['   ', '\t\n', '\u00a0\u3000', '\u200b', '\u202e', '\u2060\ufe0f', ' \u3164 '];
 const fieldsAt = (res: { body: { detail?: { loc: string[] }[] } }) =>
   (res.body.detail ?? []).map((d) => d.loc.join('.'));
 
@@ -140,13 +142,21 @@ it('/openapi.json says it: names have a non-blank pattern, links their rule in a
     body('/api/v1/coach/services', 'post').properties.name,
     user.firstName,
   ])
-    expect(name).toMatchObject({ type: 'string', minLength: 1, pattern: '\\S' });
+    expect(name).toMatchObject({
+      type: 'string',
+      minLength: 1,
+      pattern: '[^\\s\\p{Default_Ignorable_Code_Point}]',
+    });
   expect(body('/api/v1/coach/services', 'post').properties.serviceTypes.items).toMatchObject({
-    pattern: '\\S',
+    pattern: '[^\\s\\p{Default_Ignorable_Code_Point}]',
   });
-  const language = new RegExp(user.languages.items.pattern);
+  // ECMA-262 patterns, compiled with the `u` flag as JSON Schema validators do.
+  const visible = new RegExp(user.firstName.pattern, 'u');
+  expect(['Ada', ' \u200bA', '\u05d0'].every((n) => visible.test(n))).toBe(true);
+  expect(BLANKS.some((n) => visible.test(n))).toBe(false);
+  const language = new RegExp(user.languages.items.pattern, 'u');
   expect(['en', 'Swiss German', ' fr '].every((l) => language.test(l))).toBe(true);
-  expect(['', '  ', 'en,de', '\u00a0'].some((l) => language.test(l))).toBe(false);
+  expect(['', '  ', 'en,de', '\u00a0', '\u200b'].some((l) => language.test(l))).toBe(false);
   expect(user.avatarUrl).toMatchObject({
     type: 'string',
     maxLength: 2000,
