@@ -43,8 +43,12 @@ export function videoQueries(deps: AppDeps): Router {
     const pick = (size: number) => {
       // If-Range (RFC 9110 13.1.5): a Range is honoured only while the validator sent matches the file's.
       // No ETag or Last-Modified is ever given for a file, so none matches: the whole file, not a part of
-      // a file the client may take for another.
-      asked.verdict = ctx.get('if-range') ? 'whole' : byteRange(ctx.get('range') || undefined, size);
+      // a file the client may take for another. Ranges are defined for GET only (14.2): HEAD answers the
+      // whole file's head.
+      asked.verdict =
+        ctx.method !== 'GET' || ctx.get('if-range')
+          ? 'whole'
+          : byteRange(ctx.get('range') || undefined, size);
       return typeof asked.verdict === 'object' ? asked.verdict : null;
     };
     const blob = isBlobKey(key) ? await deps.blobs.get(key, pick) : null;

@@ -159,6 +159,19 @@ describe.each(adapters)('videos and profile media over HTTP (%s blob store)', (a
     }
   });
 
+  it("answers HEAD with the whole file's head (200, its length), a Range header or not: ranges are defined for GET only", async () => {
+    const c = coach();
+    const file = mp4();
+    const res = await upload(c.token, [{ name: 'file', ...file }]);
+    expect(res.status).toBe(200);
+    for (const range of ['bytes=0-9', `bytes=${file.bytes.length}-`]) {
+      const head = await fetch(t.baseUrl + res.body.url, { method: 'HEAD', headers: { range } });
+      expect([range, head.status, head.headers.get('content-range')]).toEqual([range, 200, null]);
+      expect(head.headers.get('content-length')).toBe(String(file.bytes.length));
+      expect(head.headers.get('content-type')).toBe('video/mp4');
+    }
+  });
+
   it('defaults the title to the file name and the thumb to empty without a preview', async () => {
     const c = coach();
     const res = await upload(c.token, [{ name: 'file', ...mp4() }]);
