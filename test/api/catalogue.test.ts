@@ -165,6 +165,31 @@ describe('PUT /api/v1/users/{user_id}', () => {
     });
   });
 
+  it('refuses an e-mail address no mail server takes (dots out of place, a domain that is no host name)', async () => {
+    const client = await newClient();
+    for (const email of [
+      '.ada@example.com',
+      'ada.@example.com',
+      'ada..lovelace@example.com',
+      'ada@example..com',
+      'ada@.example.com',
+      'ada@example.com.',
+      'ada@-example.com',
+      'ada@example-.com',
+      'ada@exa_mple.com',
+      'ada@111.222.333.44444',
+      `ada@${'a'.repeat(64)}.com`,
+    ]) {
+      const res = await putUser(client.id, { email });
+      expect([email, res.status, res.body.detail?.[0]?.loc]).toEqual([email, 422, ['body', 'email']]);
+    }
+    // Kept as sent: letter case, a plus, an internationalised domain or local part.
+    for (const email of ['Ada.Lovelace+x@Example.COM', 'ada@bücher.de', 'ülla@example.com', 'a@b-c.d-e.io']) {
+      const res = await putUser(client.id, { email });
+      expect([email, res.status, res.body.email]).toEqual([email, 200, email]);
+    }
+  });
+
   it('refuses a new profile without its basics', async () => {
     const res = await putUser(randomUUID(), { firstName: 'Only' });
     expect(res.status).toBe(422);
