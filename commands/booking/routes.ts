@@ -278,9 +278,9 @@ export function bookingCommands(deps: AppDeps): Router {
   const settleCanceledBooking = async (
     ctx: Context,
     groupId: string,
-    sessionId: string,
     paymentId: string,
     now: string,
+    causationId: string | undefined,
   ) => {
     try {
       // Read again after the slot's release, as the booking process does: a package's session held before
@@ -292,11 +292,6 @@ export function bookingCommands(deps: AppDeps): Router {
         booking.initialState(),
       );
       if ([...latest.sessions.values()].some(isOn)) return;
-      const cause = events.find(
-        (e) =>
-          (e.type === 'SessionDeclined' || e.type === 'SessionCanceled') &&
-          (e.data as { sessionId?: string }).sessionId === sessionId,
-      );
       const { requestId, correlationId } = metadataOf(ctx);
       const outcome = await handleCommand(
         deps.store,
@@ -306,7 +301,7 @@ export function bookingCommands(deps: AppDeps): Router {
         {
           requestId,
           correlationId,
-          ...(cause ? { causationId: cause.id } : {}),
+          ...(causationId ? { causationId } : {}),
           actor: SYSTEM_ACTOR,
         },
       );
@@ -350,6 +345,16 @@ export function bookingCommands(deps: AppDeps): Router {
     );
     const freed = events.find((e) => e.type === 'SessionDeclined' || e.type === 'SessionCanceled');
     if (freed) {
+      // The session's change as stored: what this request does because of it (the slot's release, the
+      // payment's settlement) names it as its cause, as the booking process's follow-ups do, so the
+      // correlation chain leads from one to the other whoever wrote them.
+      const causationId = await deps.store.readStream(bookingStream(groupId)).then(
+        ({ events: stored }) =>
+          stored.find(
+            (e) => e.type === freed.type && (e.data as { sessionId?: string }).sessionId === sessionId,
+          )?.id,
+        () => undefined,
+      );
       // Free the slot now rather than when the process manager gets to it (it repeats this harmlessly). The
       // session change is stored already: losing a race on a busy calendar must not turn it into an error.
       await runCommand(
@@ -366,6 +371,7 @@ export function bookingCommands(deps: AppDeps): Router {
           now,
         },
         ['calendar'],
+        { ...metadataOf(ctx), ...(causationId ? { causationId } : {}) },
       ).catch((err: unknown) =>
         deps.log.warn('slot release left to the booking process', {
           sessionId,
@@ -376,7 +382,7 @@ export function bookingCommands(deps: AppDeps): Router {
       // as the booking process would a moment later (it then finds it settled and does nothing), so this
       // answer and the caller's next reads show it, and endpoint 17 no longer takes it for an open payment.
       if (![...state.sessions.values()].some(isOn))
-        await settleCanceledBooking(ctx, groupId, sessionId, state.paymentId, now);
+        await settleCanceledBooking(ctx, groupId, state.paymentId, now, causationId);
     }
     const payment = await readState(deps.store, paymentStream(state.paymentId), paymentDecider);
     ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);

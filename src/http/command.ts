@@ -46,10 +46,12 @@ export async function runCommand<C, E extends DomainEvent, S>(
   decider: Decider<C, E, S>,
   command: C,
   waitFor: string[],
+  /** What the events record: the request's own (`metadataOf`) unless given (a follow-up names its cause). */
+  metadata: EventMetadata = metadataOf(ctx),
 ): Promise<{ events: E[]; state: S }> {
   let outcome;
   try {
-    outcome = await handleCommand(deps.store, streamName, decider, command, metadataOf(ctx));
+    outcome = await handleCommand(deps.store, streamName, decider, command, metadata);
   } catch (err) {
     if (err instanceof ConcurrencyConflictError)
       throw busy('the resource changed concurrently; retry the request');
