@@ -12,7 +12,7 @@ import {
   linkText,
   orNull,
 } from '../../src/http/validation';
-import { asciiDomain, isMailbox } from '../../src/mail/compose';
+import { isMailbox } from '../../src/mail/compose';
 import { zoneName } from '../../src/zoneName';
 
 const text = (max: number) => boundedString(max);
@@ -78,29 +78,11 @@ const Languages = describeSchema(
   },
 );
 
-/** A label of a host name (RFC 1035, 5321): letters, digits and inner hyphens, 1 to 63 of them. */
-const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
-/**
- * The address a mail server takes: a local part without a dot at either end or two in a row (RFC 5321's
- * dot-atom), and a domain that is a host name once in ASCII (IDNA), its last label not all digits.
- */
-const isDeliverable = (s: string) => {
-  const at = s.lastIndexOf('@');
-  const local = s.slice(0, at);
-  const labels = asciiDomain(s.slice(at + 1)).split('.');
-  return (
-    !/^\.|\.$|\.\./.test(local) &&
-    labels.length >= 2 &&
-    labels.every((l) => HOST_LABEL.test(l)) &&
-    /[a-z]/i.test(labels[labels.length - 1]!)
-  );
-};
-
 const Email = describeSchema(
   refine(
     t.string,
     // One mailbox the mailer can send to (src/mail/compose.ts), with a dot in its domain.
-    (s) => s.length <= 254 && isMailbox(s) && /@[^@]+\.[^@]+$/.test(s) && isDeliverable(s),
+    (s) => s.length <= 254 && isMailbox(s) && /@[^@]+\.[^@]+$/.test(s),
     'email',
     'Input should be a valid e-mail address',
   ),

@@ -1,5 +1,6 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
+import { asciiDomain } from '../../src/mail/compose';
 import { blobUrl } from '../../src/storage/types';
 import type { GalleryItem, ProfileMediaChanged, UserEvent, UserProfile } from './events';
 
@@ -78,6 +79,33 @@ function birthDateRule(birthDate: string | null, now: string): DomainError | nul
       };
 }
 
+/** A label of a host name (RFC 1035, 5321): letters, digits and inner hyphens, 1 to 63 of them. */
+const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+
+/**
+ * An address a mail server takes (the codec has checked it is one mailbox): a local part without a dot at
+ * either end or two in a row (RFC 5321's dot-atom), and a domain that is a host name once in ASCII (IDNA),
+ * its last label not all digits. An address stored before this rule can be sent again unchanged.
+ */
+function emailRule(email: string | undefined, before: string | undefined): DomainError | null {
+  if (email === undefined || email === before) return null;
+  const at = email.lastIndexOf('@');
+  const labels = asciiDomain(email.slice(at + 1)).split('.');
+  const deliverable =
+    !/^\.|\.$|\.\./.test(email.slice(0, at)) &&
+    labels.length >= 2 &&
+    labels.every((l) => HOST_LABEL.test(l)) &&
+    /[a-z]/i.test(labels[labels.length - 1]!);
+  return deliverable
+    ? null
+    : {
+        code: 'validation',
+        message: 'Input should be a valid e-mail address',
+        locs: [['body', 'email']],
+        type: 'invalid_email',
+      };
+}
+
 export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
   initialState: () => ({ profile: null, gallery: [] }),
 
@@ -125,6 +153,8 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
             ? null
             : birthDateRule(given.birthDate, command.now);
         if (bornErr) return left(bornErr);
+        const mailErr = emailRule(given.email, before?.email);
+        if (mailErr) return left(mailErr);
         // Media uploaded before the profile existed becomes part of it on creation.
         const media = !before && state.media ? mediaFields(state.media) : {};
         const profile = { ...DEFAULT_PROFILE, ...media, ...before, ...given } as UserProfile;

@@ -188,6 +188,19 @@ describe('PUT /api/v1/users/{user_id}', () => {
       const res = await putUser(client.id, { email });
       expect([email, res.status, res.body.email]).toEqual([email, 200, email]);
     }
+    // An address stored before this rule can be sent again unchanged (a whole profile re-sent), not a new one.
+    const stored = (await putUser(client.id, {})).body;
+    const { id: _id, ...profile } = stored;
+    await appendAndWait(`profile-${client.id}`, 'UserProfileUpserted', {
+      userId: client.id,
+      profile: { ...profile, email: 'ada..old@example.com' },
+      changed: ['email'],
+      created: false,
+      upsertedAt: '2026-01-01T00:00:00.000Z',
+    });
+    const resent = await putUser(client.id, { ...profile, email: 'ada..old@example.com', lastName: 'Old' });
+    expect([resent.status, resent.body.email]).toEqual([200, 'ada..old@example.com']);
+    expect((await putUser(client.id, { email: 'ada..new@example.com' })).status).toBe(422);
   });
 
   it('refuses a new profile without its basics', async () => {
