@@ -33,6 +33,13 @@ export async function findSession(db: Queryable, id: string): Promise<SessionRec
 
 const SessionPath = t.type({ session_id: Uuid });
 
+/**
+ * An instant (IsoInstant, checked) in UTC, with every digit of its fraction: PostgreSQL reads no offset past
+ * 15:59 (`+23:59` made the query fail), and Date.parse keeps milliseconds only.
+ */
+const utc = (instant: string) =>
+  new Date(Date.parse(instant)).toISOString().replace('Z', `${/\.\d{3}(\d{1,6})/.exec(instant)?.[1] ?? ''}Z`);
+
 const SessionStates = refine(
   t.string,
   (s) => s.split(',').every((x) => (SESSION_STATES as readonly string[]).includes(x)),
@@ -81,8 +88,8 @@ export function sessionQueries(deps: AppDeps): Router {
           : '(client_id = $1 OR coach_id = $1)',
     ];
     if (f.state) where.push(`state = ANY($${params.push(f.state.split(','))}::text[])`);
-    if (f.from) where.push(`starts_at >= $${params.push(f.from)}::timestamptz`);
-    if (f.to) where.push(`starts_at < $${params.push(f.to)}::timestamptz`);
+    if (f.from) where.push(`starts_at >= $${params.push(utc(f.from))}::timestamptz`);
+    if (f.to) where.push(`starts_at < $${params.push(utc(f.to))}::timestamptz`);
     const rows = await deps.db.query<Row>(
       `${SELECT} WHERE ${where.join(' AND ')} ORDER BY starts_at DESC, id LIMIT $2 OFFSET $3`,
       params,

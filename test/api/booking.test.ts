@@ -377,6 +377,11 @@ describe('availability and booking (6, 8, 11)', () => {
     expect(await ids(client.token, 'from=2026-12-03T00:00:00Z')).toEqual([b.id]);
     expect(await ids(client.token, 'to=2026-12-03T09:00:00Z')).toEqual([a.id]);
     expect(await ids(client.token, `from=${a.startsAt}&to=${b.startsAt}`)).toEqual([a.id]);
+    // Any offset ISO 8601 writes (PostgreSQL reads none past 15:59: +23:59 was a 500), and every digit sent.
+    expect(await ids(client.token, 'from=2026-12-03T09:59:00%2B23:59')).toEqual([b.id]);
+    expect(await ids(client.token, 'to=2026-12-01T09:01:00-23:59')).toEqual([]);
+    expect(await ids(client.token, 'from=2026-12-02T09:00:00.0001Z')).toEqual([b.id]);
+    expect(await ids(client.token, 'to=2026-12-02T09:00:00.000001Z')).toEqual([a.id]);
     for (const [query, loc] of [
       ['state=pending', 'state'],
       ['state=new,', 'state'],
