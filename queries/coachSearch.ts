@@ -171,7 +171,8 @@ export function coachSearchQueries(deps: AppDeps): Router {
       verified: r.profile.verified,
       rating: ratingOf(r.rating),
       sessionCount: r.sessions,
-      serviceTypes: r.types,
+      // Sorted as the profile (13) sorts them, not in the database's collation (which may order case apart).
+      serviceTypes: [...r.types].sort(),
       minPrice: r.min_price,
       maxPrice: r.max_price,
       priceCurrency: r.currency,

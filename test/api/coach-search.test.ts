@@ -207,6 +207,19 @@ describe('GET /api/v1/coaches (added): clients find coaches', () => {
     expect(ids(await search('q=Search&limit=1&offset=1'))).toEqual([ids(ranked)[1]]);
   });
 
+  it("lists a card's serviceTypes in the order the profile (13) has them, whatever the letters", async () => {
+    // Upper and lower case, a letter past U+FFFF and one just below it: orders that differ between a
+    // database's collation, code points and JavaScript's UTF-16 units.
+    const types = [`b-${tag}`, `A-${tag}`, `\u{1F3BE}-${tag}`, `\uFF21-${tag}`, `\u00e9-${tag}`];
+    const coach = await coachAt('Ordered', null, [], `Types${tag}`);
+    await m.offering(coach, { name: `mixed-${tag}`, serviceTypes: types });
+    const profile = await t.request('GET', `/api/v1/coach/${coach.id}/profile`);
+    const card = await search(`q=Types${tag}`);
+    expect(ids(card)).toEqual([coach.id]);
+    expect(new Set(card.body[0].serviceTypes)).toEqual(new Set(types));
+    expect(card.body[0].serviceTypes).toEqual(profile.body.serviceTypes);
+  });
+
   it('answers 422 at the parameter for what it cannot use', async () => {
     for (const [query, loc, msg] of [
       ['lat=52.5', 'lng', 'lat and lng go together'],
