@@ -179,6 +179,11 @@ describe('PUT /api/v1/users/{user_id}', () => {
       'ada@exa_mple.com',
       'ada@111.222.333.44444',
       `ada@${'a'.repeat(64)}.com`,
+      // Characters that show nothing or control the display: the address read is not the one shown.
+      'ada\u202emoc.elpmaxe@example.com',
+      'ada\u200b@example.com',
+      'ada\u0085@example.com',
+      'ada@exam\u00adple.com',
     ]) {
       const res = await putUser(client.id, { email });
       expect([email, res.status, res.body.detail?.[0]?.loc]).toEqual([email, 422, ['body', 'email']]);
