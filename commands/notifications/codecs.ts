@@ -1,6 +1,6 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, codePointLength, refine, strict } from '../../src/http/validation';
-import { isMailbox } from '../../src/mail/compose';
+import { isDeliverable, isMailbox } from '../../src/mail/compose';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import { webhookUrlProblem } from '../../src/webhooks/target';
 
@@ -40,10 +40,11 @@ export function channelAddressProblem(
   address: string,
   allowLoopback = false,
 ): string | null {
-  // One mailbox, as profiles are checked: no list, quotes or angle brackets a mail header would misread,
-  // and at most 254 characters (the longest address SMTP carries).
+  // One mailbox a mail server takes, as profiles are checked: no list, quotes or angle brackets a mail header
+  // would misread, no dot-atom a server refuses (`a..b@x.com`), no invisible character, at most 254
+  // characters (the longest address SMTP carries).
   if (type === 'email')
-    return address.length <= 254 && EMAIL_RE.test(address) && isMailbox(address)
+    return address.length <= 254 && EMAIL_RE.test(address) && isMailbox(address) && isDeliverable(address)
       ? null
       : 'Input should be an e-mail address (at most 254 characters)';
   // In its normal form (as stored and answered), which must register the same channel again: a non-ASCII

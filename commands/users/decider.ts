@@ -1,6 +1,6 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
-import { asciiDomain } from '../../src/mail/compose';
+import { isDeliverable } from '../../src/mail/compose';
 import { blobUrl } from '../../src/storage/types';
 import type { GalleryItem, ProfileMediaChanged, UserEvent, UserProfile } from './events';
 
@@ -79,27 +79,13 @@ function birthDateRule(birthDate: string | null, now: string): DomainError | nul
       };
 }
 
-/** A label of a host name (RFC 1035, 5321): letters, digits and inner hyphens, 1 to 63 of them. */
-const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
-
 /**
- * An address a mail server takes and reads as shown (the codec has checked it is one mailbox): no control or
- * invisible character, a local part without a dot at either end or two in a row (RFC 5321's dot-atom), and a
- * domain that is a host name once in ASCII (IDNA), its last label not all digits. An address stored before
- * this rule can be sent again unchanged.
+ * An address a mail server takes and reads as shown (`isDeliverable`; the codec has checked it is one
+ * mailbox). An address stored before this rule can be sent again unchanged.
  */
 function emailRule(email: string | undefined, before: string | undefined): DomainError | null {
   if (email === undefined || email === before) return null;
-  const at = email.lastIndexOf('@');
-  const labels = asciiDomain(email.slice(at + 1)).split('.');
-  const deliverable =
-    // No control character, nor one drawn as nothing (a bidi override, a zero-width space, a soft hyphen).
-    !/[\p{Cc}\p{Default_Ignorable_Code_Point}]/u.test(email) &&
-    !/^\.|\.$|\.\./.test(email.slice(0, at)) &&
-    labels.length >= 2 &&
-    labels.every((l) => HOST_LABEL.test(l)) &&
-    /[a-z]/i.test(labels[labels.length - 1]!);
-  return deliverable
+  return isDeliverable(email)
     ? null
     : {
         code: 'validation',

@@ -57,6 +57,27 @@ const MAILBOX = /^[^\s\x00-\x1f\x7f@,;<>()"\\[\]:]+@[^\s\x00-\x1f\x7f@,;<>()"\\[
  */
 export const isMailbox = (s: string) => MAILBOX.test(s) && MAILBOX.test(asciiAddress(s));
 
+/** A label of a host name (RFC 1035, 5321): letters, digits and inner hyphens, 1 to 63 of them. */
+const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+
+/**
+ * Whether a mailbox (`isMailbox`) is one a mail server takes and reads as shown: no control or invisible
+ * character, a local part without a dot at either end or two in a row (RFC 5321's dot-atom), and a domain
+ * that is a host name once in ASCII (IDNA), its last label not all digits. Profiles and e-mail channels.
+ */
+export function isDeliverable(address: string): boolean {
+  const at = address.lastIndexOf('@');
+  const labels = asciiDomain(address.slice(at + 1)).split('.');
+  return (
+    // No control character, nor one drawn as nothing (a bidi override, a zero-width space, a soft hyphen).
+    !/[\p{Cc}\p{Default_Ignorable_Code_Point}]/u.test(address) &&
+    !/^\.|\.$|\.\./.test(address.slice(0, at)) &&
+    labels.length >= 2 &&
+    labels.every((l) => HOST_LABEL.test(l)) &&
+    /[a-z]/i.test(labels[labels.length - 1]!)
+  );
+}
+
 /**
  * Folds an ASCII header line before a word that would take it past 78 characters. Unfolding (dropping the
  * CRLFs) gives the value back exactly; a continuation line always holds a word, so none is blank. A run of

@@ -251,7 +251,22 @@ describe('notifications (24 to 31)', () => {
     });
     expect(resent.body.id).toBe(fits.body.id);
     // An e-mail channel is one mailbox, by the rule profiles follow: not a list or a name with an address.
-    for (const address of ['a@x.io,b@y.io', 'Eve <eve@x.io>', 'a;b@x.io', '"a b"@x.io']) {
+    // And one a mail server takes, as shown: no dot-atom it refuses, no host name that is none, nothing invisible.
+    for (const address of [
+      'a@x.io,b@y.io',
+      'Eve <eve@x.io>',
+      'a;b@x.io',
+      '"a b"@x.io',
+      'a..b@x.io',
+      '.a@x.io',
+      'a.@x.io',
+      'a@x..io',
+      'a@-x.io',
+      'a@x_y.io',
+      'a@1.2.3.4',
+      'a\u200b@x.io',
+      'a\u202e@x.io',
+    ]) {
       const notOne = await t.request('POST', '/api/v1/notification/channel', {
         token: user.token,
         body: { type: 'email', address },
@@ -263,6 +278,11 @@ describe('notifications (24 to 31)', () => {
       body: { type: 'email', address: ' Zoe.Ng+coach@Example.COM ' },
     });
     expect(mailbox.body).toMatchObject({ type: 'email', address: 'zoe.ng+coach@example.com' });
+    const international = await t.request('POST', '/api/v1/notification/channel', {
+      token: user.token,
+      body: { type: 'email', address: 'zoë@bücher.de' },
+    });
+    expect([international.status, international.body.address]).toEqual([200, 'zoë@bücher.de']);
 
     const init = '/api/v1/notification/channel/mailprovider-init';
     expect((await t.request('POST', init, { token: m.admin() })).body).toEqual({
