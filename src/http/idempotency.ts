@@ -63,8 +63,8 @@ export interface KeptAnswer {
  * `Idempotency-Key` for POST commands (DESIGN section 5). Keys are scoped to the caller and kept 24 h:
  * the same key and request (the same JSON value: `requestHash`) replays the first answer; the same key
  * with another request is 422 `idempotency_key_reused`; a repeat while the first is still running is 409.
- * Server errors, 503 and the 409 `conflict` answers that ask to retry (contention) are not remembered, so
- * the client may retry them with the same key.
+ * Server errors (every 5xx) and the 409 `conflict` answers that ask to retry (contention) are not
+ * remembered, so the client may retry them with the same key.
  *
  * Crash safety: a request that died without an answer leaves its key claimed with no answer. Once the
  * claim is older than `IDEMPOTENCY_LEASE_MS` (30 s) a retry takes it over and runs the request again, with
@@ -175,7 +175,9 @@ export function idempotent(
       // An answer that only says "not now" (a 409 to retry, a 503) is not the request's outcome: forgotten
       // like a server error, so a retry with the same key runs the request again. So is a 422: nothing was
       // done, and the client corrects its body and sends it again under the same key (as payment APIs do).
-      if (r.expected && !r.retryable && !(err instanceof ValidationError)) await remember(r.status, r.body);
+      // No 5xx is an outcome either, one answered by name included (503 `webhooks_not_configured`).
+      if (r.expected && !r.retryable && r.status < 500 && !(err instanceof ValidationError))
+        await remember(r.status, r.body);
       else await db.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
       throw err;
     }

@@ -1,8 +1,9 @@
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { signToken } from '../../src/http/auth';
 import { EventStoreUnavailableError } from '../../src/eventstore/types';
 import type { marketplace } from '../support/marketplace';
 import { systemOnSteppedStore, touchServiceBeforeHold } from '../support/storeRaces';
-import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
+import { startTestSystem, testEventStoreOnEsdb, type TestSystem } from '../support/system';
 
 type Marketplace = ReturnType<typeof marketplace>;
 
@@ -96,5 +97,49 @@ describeSql('Idempotency-Key and answers that ask for a retry', () => {
     const replayed = await late();
     expect(replayed.status).toBe(409);
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
+/**
+ * A 5xx is never kept for a key (docs/api.md), also one the service answers by name: 503
+ * `webhooks_not_configured` (no WEBHOOK_SIGNING_KEY yet) was replayed for 24 hours to the retry sent once
+ * the operator had set the key and restarted.
+ */
+describe('Idempotency-Key and a 503 answered by name', () => {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  const env = { NODE_ENV: 'production', JWT_PUBLIC_KEY: publicKey, JWT_SECRET: '' };
+  let before: TestSystem | undefined;
+  let after: TestSystem | undefined;
+  afterAll(async () => {
+    await after?.close();
+    await before?.close();
+  });
+
+  it('runs the registration again once webhooks are configured', async () => {
+    before = await startTestSystem({ env });
+    const token = signToken(before.config, randomUUID(), ['client'], { privateKey });
+    const register = (t: TestSystem) =>
+      t.request('POST', '/api/v1/notification/channel', {
+        token,
+        body: { type: 'webhook', address: 'https://hooks.example.com/in' },
+        headers: { 'idempotency-key': 'webhook-1' },
+      });
+    const refused = await register(before);
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({ error: 'webhooks_not_configured', code: 503 });
+
+    // The operator sets the key and restarts (a new instance on the same database).
+    after = await startTestSystem({
+      env: { ...env, WEBHOOK_SIGNING_KEY: 'k'.repeat(40) },
+      database: before.database,
+    });
+    const retry = await register(after);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(retry.body).toMatchObject({ type: 'webhook', secret: expect.stringMatching(/^whsec_/) });
   });
 });
