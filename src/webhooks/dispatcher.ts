@@ -28,13 +28,18 @@ export const MAX_IN_FLIGHT_PER_USER = 4;
  * of each channel and at most MAX_IN_FLIGHT_PER_USER under way per user, each row with `due`: how many were due in
  * all (busy channels' included), so the caller knows whether it left some behind. It runs every second and
  * after attempts, so it reads the open deliveries by their indexes (migrations 43 and 49), never every
- * delivery ever made.
+ * delivery ever made. A delivery whose channel is no longer registered (`notification_channels`, which the
+ * removal's answer waits for) is not claimed until the webhook process has marked it.
  */
 export const claimDueSql = (limit: number) =>
   `WITH due AS (
      SELECT id, channel_id, user_id, next_attempt_at, created_at FROM webhook_deliveries
-     WHERE (status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
-        OR (status = 'sending' AND claimed_at < $2)),
+     WHERE ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
+        OR (status = 'sending' AND claimed_at < $2))
+       -- A channel removed (its read model row gone: the removal was answered) before the webhook process
+       -- read the removal and marked its deliveries: nothing is sent to it meanwhile.
+       AND (channel_removed_at IS NOT NULL
+         OR EXISTS (SELECT 1 FROM notification_channels c WHERE c.id = webhook_deliveries.channel_id))),
    first_of_channel AS (
      SELECT DISTINCT ON (channel_id) id, user_id, next_attempt_at, created_at FROM due
      WHERE NOT (channel_id = ANY($3::uuid[]))

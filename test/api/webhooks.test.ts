@@ -840,6 +840,38 @@ describe('listing and removing channels', () => {
       await slow.close();
     }
   });
+  it('sends nothing to a channel once its removal is answered, also before the webhook process has read it', async () => {
+    const client = await m.client();
+    const path = `/hooks/${randomUUID()}`;
+    receiver.script(path, [500]);
+    const hook = await registerHook(client.token, path);
+    await book(client);
+    await hooksAt(path, 1); // failed: tried again in 30 s
+    const { db } = t.system.deps;
+    const row = async () =>
+      (
+        await db.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE channel_id = $1', [
+          hook.id,
+        ])
+      ).rows;
+    await eventually(row, (r) => r[0]?.status === 'pending');
+    expect(
+      (await t.request('DELETE', `/api/v1/notification/channel/${hook.id}`, { token: client.token })).status,
+    ).toBe(200);
+    await eventually(row, (r) => r[0]?.status === 'failed');
+    // As the queue stands while the webhook process lags behind the log (busy, or on another instance):
+    // the removal answered, the retry still pending and due.
+    await db.query(
+      `UPDATE webhook_deliveries SET status = 'pending', channel_removed_at = NULL, next_attempt_at = NULL
+        WHERE channel_id = $1`,
+      [hook.id],
+    );
+    now = new Date(now.getTime() + 60_000);
+    expect(await t.system.deliverWebhooks()).toBe(0);
+    await silence();
+    expect(receiver.at(path)).toHaveLength(1);
+    expect(await row()).toEqual([{ status: 'pending' }]);
+  });
 });
 
 describe('the dispatcher', () => {
