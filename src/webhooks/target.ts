@@ -39,8 +39,10 @@ for (const [addr, bits] of [
   ['::', 127], // :: and ::1
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10], // site-local: the private range before fc00::/7, still routed where it is configured
   ['ff00::', 8],
   ['::ffff:0:0', 96], // IPv4-mapped in hex form; the dotted form is checked as the IPv4 address
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT): a stateless translator reaches the IPv4 address in it
   ['64:ff9b:1::', 48], // local-use NAT64: where the IPv4 address sits depends on the network
   ['2001::', 32], // Teredo: the IPv4 address is obfuscated
 ] as const)

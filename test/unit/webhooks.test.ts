@@ -31,6 +31,8 @@ describe('webhook URL policy', () => {
       'https://[64:ff9b::10.0.0.1]/x',
       'https://[2002:c0a8:101::1]/x', // 6to4 of 192.168.1.1
       'https://[::7f00:1]/x', // IPv4-compatible 127.0.0.1
+      'https://[::ffff:0:a9fe:a9fe]/x', // IPv4-translated (SIIT) 169.254.169.254
+      'https://[fec0::1]/x', // site-local, the private range before fc00::/7
       'https://user:pass@hooks.example.com/x',
     ])
       expect({ bad, problem: webhookUrlProblem(bad, false) }).toEqual({ bad, problem: expect.any(String) });
@@ -50,6 +52,8 @@ describe('webhook URL policy', () => {
       '::',
       'fe80::1',
       '::ffff:10.0.0.1',
+      '::ffff:0:127.0.0.1',
+      'fec0::1',
     ])
       expect({ a, pub: isPublicAddress(a) }).toEqual({ a, pub: false });
   });
