@@ -114,10 +114,12 @@ export function postWebhook(
   return new Promise<PostResult>((resolve, reject) => {
     // One deadline for the whole exchange: a receiver trickling its answer a byte at a time is never idle
     // long enough for a socket timeout, and would hold the dispatcher's pass (everyone's webhooks) forever.
-    const deadline = setTimeout(
-      () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)),
-      opts.timeoutMs,
-    );
+    // It settles the attempt itself: a request already ended without an error (see 'upgrade') emits none.
+    const deadline = setTimeout(() => {
+      const err = new Error(`no answer within ${opts.timeoutMs} ms`);
+      req.destroy(err);
+      reject(err);
+    }, opts.timeoutMs);
     const req = client.request(
       u,
       {
@@ -133,6 +135,13 @@ export function postWebhook(
         res.destroy();
       },
     );
+    // A 101 answer is an answer (not 2xx: tried again); without this handler Node drops the connection and
+    // the request ends with neither a response nor an error.
+    req.on('upgrade', (res, socket) => {
+      clearTimeout(deadline);
+      resolve({ status: res.statusCode ?? 0 });
+      socket.destroy();
+    });
     req.on('error', (err) => {
       clearTimeout(deadline);
       reject(err);

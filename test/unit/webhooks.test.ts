@@ -1,3 +1,4 @@
+import net from 'node:net';
 import os from 'node:os';
 import { generateKeyPairSync } from 'node:crypto';
 import dns from 'node:dns/promises';
@@ -66,6 +67,30 @@ describe('webhook URL policy', () => {
     await expect(
       postWebhook(`https://${host}:1/x`, '{}', {}, { allowLoopback: false, timeoutMs: 1000 }),
     ).rejects.toThrow(/non-public address/);
+  });
+
+  it('takes a 101 answer as an answer (not 2xx), and never waits past its deadline', async () => {
+    // Answers the POST with 101 Switching Protocols and keeps the connection open: the request was ended
+    // without an error, so an attempt that waited for one never finished (its place and channel held for good).
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((s) => {
+      sockets.add(s);
+      s.once('data', () =>
+        s.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n'),
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/x`;
+      const outcome = await Promise.race([
+        postWebhook(url, '{}', {}, { allowLoopback: true, timeoutMs: 1000 }),
+        new Promise((r) => setTimeout(() => r('still waiting'), 3000)),
+      ]);
+      expect(outcome).toEqual({ status: 101 });
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 
