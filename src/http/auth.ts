@@ -63,6 +63,12 @@ export function jwtMiddleware(config: Config): Middleware {
   // does: expired from `exp` on, valid from `nbf` on). The key and algorithms are fixed for the process.
   const verified = new Map<string, Readonly<Record<string, unknown>>>();
   return async (ctx, next) => {
+    // Node keeps the first of several Authorization headers and drops the rest: which one counts would be
+    // a guess (a proxy may read another), so none does and `principal` answers 401.
+    if (authorizationHeaders(ctx.req.rawHeaders) > 1) {
+      ctx.state.jwtRefused = 'send one Authorization header, not several';
+      return next();
+    }
     const header = ctx.header.authorization;
     const known = header ? verified.get(header) : undefined;
     if (known && stillValid(known)) {
@@ -88,6 +94,13 @@ export function jwtMiddleware(config: Config): Middleware {
 const BEARER = /^\s*Bearer +([^\s]+)\s*$/i;
 const bearerToken = (ctx: { header: { authorization?: string } }): string | null =>
   BEARER.exec(ctx.header.authorization ?? '')?.[1] ?? null;
+
+/** How many Authorization headers the request carried (`rawHeaders` is name, value, name, value, ...). */
+function authorizationHeaders(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'authorization') n++;
+  return n;
+}
 
 /** Verified tokens remembered per process (the oldest forgotten first). */
 const VERIFIED_TOKENS = 5_000;
@@ -119,7 +132,8 @@ function validFrom(claims: { nbf?: unknown }, now: number): boolean {
  */
 export function presentTokenMustBeValid(): Middleware {
   return async (ctx, next) => {
-    if (ctx.get('authorization') && ctx.state.metricsScraper !== true) principal(ctx);
+    if ((ctx.get('authorization') || ctx.state.jwtRefused) && ctx.state.metricsScraper !== true)
+      principal(ctx);
     await next();
   };
 }

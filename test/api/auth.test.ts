@@ -1,4 +1,5 @@
 import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
 import jwt from 'jsonwebtoken';
 import { ROLES, guardOf, signToken, type Role } from '../../src/http/auth';
 import { routers } from '../../src/routes';
@@ -214,6 +215,48 @@ describe('the Authorization header', () => {
       const res = await withHeader(header);
       expect([header.slice(0, 12), res.status]).toEqual([header.slice(0, 12), 401]);
       expect(await res.json()).toMatchObject({ error: 'unauthorized', code: 401 });
+    }
+  });
+
+  it('refuses two Authorization headers with 401, each a valid token, also on a public read', async () => {
+    // The first was taken and the second dropped (Node keeps one): a proxy reading the other would see
+    // another user than the service did.
+    const client = t.token(randomUUID(), ['client']);
+    const admin = t.token(randomUUID(), ['admin']);
+    const twice = (path: string, first: string, second: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(`${t.baseUrl}${path}`, {
+          // Raw headers (a list) are sent as given: Host too.
+          headers: [
+            'Host',
+            new URL(t.baseUrl).host,
+            'Authorization',
+            `Bearer ${first}`,
+            'Authorization',
+            `Bearer ${second}`,
+          ],
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const [path, first, second] of [
+      ['/api/v1/nav/addreses', client, admin],
+      ['/api/v1/nav/addreses', client, client],
+      ['/api/v1/admin/projections', admin, client],
+      [`/api/v1/service/${randomUUID()}`, client, admin],
+    ] as const) {
+      const res = await twice(path, first, second);
+      expect([path, res.status]).toEqual([path, 401]);
+      expect(JSON.parse(res.body)).toMatchObject({
+        error: 'unauthorized',
+        message: expect.stringMatching(/one Authorization header/),
+        code: 401,
+      });
     }
   });
 });
