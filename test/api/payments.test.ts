@@ -476,6 +476,38 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       expect.objectContaining({ from: 'failed', to: 'canceled', reason: 'expired' }),
     ]);
   });
+
+  it('at the deadline, whichever of the sweep and a provider update is written first wins, never both', async () => {
+    now = new Date('2026-03-06T09:00:00.000Z');
+    const provider = await createPayment({ expiresInMs: HOUR });
+    const sweep = await createPayment({ expiresInMs: HOUR });
+    expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 3000)).toBe(true);
+    // A millisecond past both deadlines, before any sweep: the provider's checkout is applied as at any time.
+    now = new Date('2026-03-06T10:00:00.001Z');
+    expect((await update(provider.paymentId, { status: 'checkout', providerEventId: 'b-1' })).status).toBe(
+      200,
+    );
+    expect(await t.system.runner.waitFor(await t.system.deps.store.headPosition(), 3000)).toBe(true);
+    await t.system.sweepExpiredPayments();
+    // In the provider's hands now: not expired, and its outcome is taken.
+    expect(
+      (await update(provider.paymentId, { status: 'received', providerEventId: 'b-2' })).body.status,
+    ).toBe('received');
+    // Swept first: the payment is closed, and the provider's checkout after it is refused, not applied.
+    const late = await update(sweep.paymentId, { status: 'checkout', providerEventId: 'b-3' });
+    expect(late.status).toBe(409);
+    expect(late.body.error).toBe('invalid_transition');
+    const reasons = async (id: string) =>
+      (await t.system.deps.store.readStream(paymentStream(id))).events.map((e) =>
+        e.type === 'PaymentStatusChanged' ? `${e.data.to}:${e.data.reason}` : e.type,
+      );
+    expect(await reasons(provider.paymentId)).toEqual([
+      'PaymentCreated',
+      'checkout:provider',
+      'received:provider',
+    ]);
+    expect(await reasons(sweep.paymentId)).toEqual(['PaymentCreated', 'canceled:expired']);
+  });
 });
 
 /**
