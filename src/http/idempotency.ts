@@ -103,29 +103,35 @@ export function idempotent(
       `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'`,
       [scope, key],
     );
-    const claimed = await db.query(
-      `INSERT INTO idempotency_keys (scope, key, request_hash, value_hash) VALUES ($1, $2, $3, $4)
-       ON CONFLICT DO NOTHING RETURNING key`,
-      [scope, key, received, value],
-    );
-    if (claimed.rowCount === 0) {
-      const prior = await db.query<{
-        request_hash: string;
-        value_hash: string | null;
-        status: number | null;
-        response: unknown;
-        headers: Record<string, string> | null;
-      }>(
-        'SELECT request_hash, value_hash, status, response, headers FROM idempotency_keys WHERE scope = $1 AND key = $2',
-        [scope, key],
+    const claim = () =>
+      db.query(
+        `INSERT INTO idempotency_keys (scope, key, request_hash, value_hash) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING RETURNING key`,
+        [scope, key, received, value],
       );
-      const row = prior.rows[0];
-      if (!row)
-        throw new HttpError(
-          409,
-          'conflict',
-          'the request with this Idempotency-Key is being retried; try again',
-        );
+    const read = async () =>
+      (
+        await db.query<{
+          request_hash: string;
+          value_hash: string | null;
+          status: number | null;
+          response: unknown;
+          headers: Record<string, string> | null;
+        }>(
+          'SELECT request_hash, value_hash, status, response, headers FROM idempotency_keys WHERE scope = $1 AND key = $2',
+          [scope, key],
+        )
+      ).rows[0];
+    let claimed = await claim();
+    let row = claimed.rowCount === 0 ? await read() : undefined;
+    // The claim went between the two (its run forgot its answer: a 422, a retry asked for): this request
+    // claims the key itself. It was a 409 without Retry-After.
+    for (let tries = 0; claimed.rowCount === 0 && !row && tries < 3; tries++) {
+      claimed = await claim();
+      if (claimed.rowCount === 0) row = await read();
+    }
+    if (claimed.rowCount === 0) {
+      if (!row) throw busy('the request with this Idempotency-Key is being retried; try again');
       if (row.value_hash !== value && row.request_hash !== received)
         throw new HttpError(
           422,
