@@ -59,7 +59,9 @@ export function createPaymentExpirySweeper(
             deps.store,
             paymentStream(id),
             paymentDecider,
-            { type: 'ExpirePayment', paymentId: id, now },
+            // Decided (and recorded) at the clock of this decision, not of the sweep's start: a long sweep's
+            // expiry must not be recorded before a provider's move to the payment made meanwhile.
+            { type: 'ExpirePayment', paymentId: id, now: deps.clock().toISOString() },
             metadata,
           );
           if (outcome.ok && outcome.events.length) expired++;

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { paymentStream } from '../../commands/payments/events';
+import { paymentStream, type PaymentStatusChanged } from '../../commands/payments/events';
 import { clientBookingsStream, type BookingListed } from '../../commands/booking/events';
 import { startTestSystem, type TestSystem } from '../support/system';
 import { systemOnSteppedStore } from '../support/storeRaces';
 import type { EventStore } from '../../src/eventstore/types';
+import { createPaymentExpirySweeper } from '../../src/paymentExpirySweeper';
 
 const T0 = Date.parse('2026-03-03T13:00:00.000Z');
 const HOUR = 3600_000;
@@ -477,6 +478,55 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     ]);
   });
 
+  it("records each expiry at the clock of its own decision, never before a provider's move made during the sweep", async () => {
+    now = new Date('2026-03-07T09:00:00.000Z');
+    const first = await createPayment({ expiresInMs: HOUR });
+    const second = await createPayment({ expiresInMs: HOUR + 1000 });
+    // The service's own sweeper stays before both deadlines (its clock is `now`); this one runs past them.
+    let sweepNow = Date.parse('2026-03-07T10:01:00.000Z');
+    const { db, store, log } = t.system.deps;
+    // While the first expiry is decided, the provider moves the second to checkout and then failed, a
+    // minute later (another instance, or a sweep long enough). The second is then expired after that move.
+    const stepped: EventStore = {
+      ...store,
+      async readStream(name, opts) {
+        if (name === paymentStream(first.paymentId) && sweepNow < Date.parse('2026-03-07T10:02:00.000Z')) {
+          sweepNow += 60_000;
+          const at = new Date(sweepNow).toISOString();
+          const move = (from: string, to: string) => ({
+            type: 'PaymentStatusChanged',
+            data: { paymentId: second.paymentId, groupId: second.groupId, from, to, at, reason: 'provider' },
+            metadata: { actor: { userId: randomUUID(), role: 'service' } },
+          });
+          await store.append(paymentStream(second.paymentId), [
+            move('awaiting', 'checkout'),
+            move('checkout', 'failed'),
+          ]);
+          sweepNow += 1;
+        }
+        return store.readStream(name, opts);
+      },
+    };
+    const sweeper = createPaymentExpirySweeper({ db, store: stepped, log, clock: () => new Date(sweepNow) });
+    // Earlier tests' payments left due are expired by this sweep too.
+    expect(await sweeper.sweep()).toBeGreaterThanOrEqual(2);
+    expect((await store.readStream(paymentStream(first.paymentId))).events[1]?.data).toMatchObject({
+      to: 'canceled',
+      reason: 'expired',
+      at: '2026-03-07T10:01:00.000Z',
+    });
+    const { events } = await store.readStream(paymentStream(second.paymentId));
+    const times = events.slice(1).map((e) => {
+      const d = e.data as PaymentStatusChanged['data'];
+      return `${d.to}@${d.at}`;
+    });
+    expect(times).toEqual([
+      'checkout@2026-03-07T10:02:00.000Z',
+      'failed@2026-03-07T10:02:00.000Z',
+      'canceled@2026-03-07T10:02:00.001Z',
+    ]);
+  });
+
   it('at the deadline, whichever of the sweep and a provider update is written first wins, never both', async () => {
     now = new Date('2026-03-06T09:00:00.000Z');
     const provider = await createPayment({ expiresInMs: HOUR });
@@ -499,7 +549,9 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     expect(late.body.error).toBe('invalid_transition');
     const reasons = async (id: string) =>
       (await t.system.deps.store.readStream(paymentStream(id))).events.map((e) =>
-        e.type === 'PaymentStatusChanged' ? `${e.data.to}:${e.data.reason}` : e.type,
+        e.type === 'PaymentStatusChanged'
+          ? `${(e.data as PaymentStatusChanged['data']).to}:${(e.data as PaymentStatusChanged['data']).reason}`
+          : e.type,
       );
     expect(await reasons(provider.paymentId)).toEqual([
       'PaymentCreated',
