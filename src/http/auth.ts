@@ -96,7 +96,7 @@ const bearerToken = (ctx: { header: { authorization?: string } }): string | null
   BEARER.exec(ctx.header.authorization ?? '')?.[1] ?? null;
 
 /** How many Authorization headers the request carried (`rawHeaders` is name, value, name, value, ...). */
-function authorizationHeaders(raw: readonly string[]): number {
+export function authorizationHeaders(raw: readonly string[]): number {
   let n = 0;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'authorization') n++;
   return n;

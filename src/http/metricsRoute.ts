@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
-import { principal } from './auth';
+import { authorizationHeaders, principal } from './auth';
 import { forbidden } from './errors';
 
 const sameSecret = (a: string, b: string) => {
@@ -20,7 +20,9 @@ export function recognizeMetricsToken(metricsToken: string | undefined): Middlew
     const bearer = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
     // Every path the router serves as /metrics (it ignores a trailing slash and letter case).
     const metricsPath = ctx.path.replace(/\/$/, '').toLowerCase() === '/metrics';
-    if (metricsToken && metricsPath && bearer && sameSecret(bearer, metricsToken))
+    // One header only: with two, which one counts would be a guess (auth.ts refuses them: 401).
+    const single = authorizationHeaders(ctx.req.rawHeaders) === 1;
+    if (metricsToken && metricsPath && bearer && single && sameSecret(bearer, metricsToken))
       ctx.state.metricsScraper = true;
     await next();
   };

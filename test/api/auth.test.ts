@@ -1,10 +1,10 @@
 import { createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
 import jwt from 'jsonwebtoken';
 import { ROLES, guardOf, signToken, type Role } from '../../src/http/auth';
 import { routers } from '../../src/routes';
 import { eventually, marketplace } from '../support/marketplace';
 import { sendForm } from '../support/multipart';
+import { getWithRawHeaders } from '../support/rawHeaders';
 import { startTestSystem, type TestSystem } from '../support/system';
 
 /** RS256: tokens from an identity provider, checked with JWT_PUBLIC_KEY; HS256 tokens are then refused. */
@@ -224,26 +224,12 @@ describe('the Authorization header', () => {
     const client = t.token(randomUUID(), ['client']);
     const admin = t.token(randomUUID(), ['admin']);
     const twice = (path: string, first: string, second: string) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(`${t.baseUrl}${path}`, {
-          // Raw headers (a list) are sent as given: Host too.
-          headers: [
-            'Host',
-            new URL(t.baseUrl).host,
-            'Authorization',
-            `Bearer ${first}`,
-            'Authorization',
-            `Bearer ${second}`,
-          ],
-        });
-        req.on('response', (res) => {
-          let body = '';
-          res.on('data', (d: Buffer) => (body += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode!, body }));
-        });
-        req.on('error', reject);
-        req.end();
-      });
+      getWithRawHeaders(t.baseUrl, path, [
+        'Authorization',
+        `Bearer ${first}`,
+        'Authorization',
+        `Bearer ${second}`,
+      ]);
     for (const [path, first, second] of [
       ['/api/v1/nav/addreses', client, admin],
       ['/api/v1/nav/addreses', client, client],

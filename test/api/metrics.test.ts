@@ -1,6 +1,7 @@
 import { eventually, marketplace } from '../support/marketplace';
 import { startSmtpServer } from '../support/smtp';
 import { startTestSystem, type TestSystem } from '../support/system';
+import { getWithRawHeaders } from '../support/rawHeaders';
 
 const now = new Date('2026-12-01T08:00:00Z');
 const SLOT = '2026-12-02T10:00:00';
@@ -50,6 +51,19 @@ describe('GET /metrics', () => {
       });
       expect([path, res.status]).toEqual([path, 200]);
     }
+    // The scraper's token and another Authorization header: which one counts would be a guess, so none does.
+    for (const other of ['Bearer scrape-secret-123', `Bearer ${m.admin()}`, 'Bearer wrong-token']) {
+      const twice = await getWithRawHeaders(t.baseUrl, '/metrics', [
+        'Authorization',
+        'Bearer scrape-secret-123',
+        'Authorization',
+        other,
+      ]);
+      expect([other, twice.status]).toEqual([other, 401]);
+      expect(JSON.parse(twice.body)).toMatchObject({
+        message: expect.stringMatching(/one Authorization header/),
+      });
+    }
     const admin = await t.request('GET', '/metrics', { token: m.admin() });
     expect(admin.status).toBe(200);
     expect(admin.body).toContain('# TYPE http_request_duration_seconds histogram');
@@ -97,11 +111,11 @@ describe('GET /metrics', () => {
       ),
     ).toBe(1);
     expect(text).not.toContain(`route="/api/v1/service/${serviceId}"`);
-    // Both 401s are the route's: the one without a token reached it, the one with a malformed token was
-    // refused before routing.
+    // All five 401s are the route's: the one without a token reached it, the one with a malformed token and
+    // the three with two Authorization headers were refused before routing.
     expect(
       value(text, 'http_request_duration_seconds_count{method="GET",route="/metrics",status="401"}'),
-    ).toBe(2);
+    ).toBe(5);
     const appends = value(
       text,
       `eventstore_append_duration_seconds_count{store="${t.system.deps.store.kind}",outcome="ok"}`,
