@@ -1,4 +1,10 @@
-import type { EventMetadata, EventStore, Position, StreamAppend } from '../../src/eventstore/types';
+import type {
+  EventMetadata,
+  EventStore,
+  ExpectedRevision,
+  Position,
+  StreamAppend,
+} from '../../src/eventstore/types';
 import { WrongExpectedRevisionError, comparePositions } from '../../src/eventstore/types';
 import type { SlotsReserved } from '../calendar/events';
 import { paymentStream, type PaymentCreated } from '../payments/events';
@@ -66,6 +72,22 @@ export function bookingAppends(reserved: SlotsReserved['data'], metadata: EventM
     },
   ];
 }
+
+/**
+ * The append a package's later sessions imply on the SQL stores: their SessionsBooked joins the package's
+ * booking stream in the hold's own transaction, at the revision the booking read it. Written after the hold
+ * instead, a cancel of the package's last session settling in between found no session left and refunded
+ * (or canceled) the payment, and the session just answered 200 was canceled with it.
+ */
+export const packageJoinAppend = (
+  reserved: SlotsReserved['data'],
+  metadata: EventMetadata,
+  expectedRevision: ExpectedRevision,
+): StreamAppend => ({
+  streamName: bookingStream(reserved.groupId),
+  events: [{ ...sessionsBookedOf(reserved), metadata }],
+  expectedRevision,
+});
 
 export async function completeBooking(
   store: EventStore,

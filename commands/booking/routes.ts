@@ -22,7 +22,7 @@ import { calendarStream, type SlotsReserved } from '../calendar/events';
 import { tooFarMessage, travelMinutes } from '../calendar/travel';
 import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
 import { listBooking, listingAppend, sessionParty } from './lookups';
-import { bookingAppends, completeBooking } from './complete';
+import { bookingAppends, completeBooking, packageJoinAppend } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
 import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../payments/transitions';
@@ -82,7 +82,8 @@ export function bookingCommands(deps: AppDeps): Router {
    * is the caller's, of this service, not expired and not used up) and its payment's status.
    */
   const packageRef = async (groupId: string, clientId: string, serviceId: string) => {
-    const b = await readState(deps.store, bookingStream(groupId), booking);
+    const bookingRead = await loadState(deps.store, bookingStream(groupId), booking);
+    const b = bookingRead.state;
     if (!b.groupId || b.clientId !== clientId)
       throw notFound('package_not_found', 'packageId is not one of your bookings');
     // Also a package of another coach's service, which that coach's calendar (the decider) never saw.
@@ -102,6 +103,8 @@ export function bookingCommands(deps: AppDeps): Router {
       paymentExpirable: EXPIRABLE_STATUSES.includes(paymentState),
       /** On the SQL stores the payment must be as read when the session is held (a condition, below). */
       paymentUnchanged: unchanged(paymentStream(b.paymentId), paymentRead),
+      /** The booking stream's revision as read: the sessions join it in the hold's transaction (SQL stores). */
+      bookingRevision: bookingRead.revision,
     };
   };
 
@@ -230,17 +233,24 @@ export function bookingCommands(deps: AppDeps): Router {
       // own transaction: one commit per booking, and nothing for the booking process to heal.
       ([hold]) => {
         const held = (hold as SlotsReserved).data;
-        // A package's later sessions join an existing booking stream: written after the hold instead.
-        if (held.packageTopUp) return conditions;
+        // A package's later sessions join its booking stream as read: a session canceled or declined there
+        // since (its settlement may find no session left) makes the booking decide again.
+        if (held.packageTopUp && pkg)
+          return [
+            listingAppend(held, metadata),
+            packageJoinAppend(held, metadata, pkg.bookingRevision),
+            ...conditions,
+          ];
         return [listingAppend(held, metadata), ...bookingAppends(held, metadata), ...conditions];
       },
       calendarState,
     ).catch((err: unknown) => {
       if (err instanceof ConcurrencyConflictError) throw busy('the calendar is busy; retry the request');
-      // The service or the address book changed since it was read: nothing was written.
+      // The service or the address book (or a package's booking) changed since it was read: nothing was written.
       if (
         err instanceof WrongExpectedRevisionError &&
-        conditions.some((c) => c.streamName === err.streamName)
+        (conditions.some((c) => c.streamName === err.streamName) ||
+          (pkg && err.streamName === bookingStream(groupId)))
       )
         throw new DecideAgain();
       throw err;

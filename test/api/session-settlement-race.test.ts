@@ -1,4 +1,5 @@
-import type { EventStore } from '../../src/eventstore/types';
+import type { SlotsReserved } from '../../commands/calendar/events';
+import { isCondition, type EventStore } from '../../src/eventstore/types';
 import { eventually, type marketplace } from '../support/marketplace';
 import { systemOnSteppedStore } from '../support/storeRaces';
 import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
@@ -27,10 +28,36 @@ describeSql("a package's session booked while its last session's cancel is under
     during: null,
     gate: null,
   };
+  /**
+   * `beforeJoin` runs once a package's later session is held (its hold written), before the session's
+   * `SessionsBooked` is appended to the booking stream on its own (if it is not written with the hold).
+   */
+  const join: {
+    stream: string | null;
+    beforeJoin: (() => Promise<void>) | null;
+    gate: Promise<void> | null;
+  } = { stream: null, beforeJoin: null, gate: null };
 
   beforeAll(async () => {
     ({ t, m, inner, close } = await systemOnSteppedStore(NOW, (real) => ({
+      appendMany: async (appends) => {
+        const written = await real.appendMany!(appends);
+        const topUpHeld = appends.some(
+          (a) =>
+            !isCondition(a) &&
+            a.events.some(
+              (e) => e.type === 'SlotsReserved' && (e.data as SlotsReserved['data']).packageTopUp,
+            ),
+        );
+        if (topUpHeld && join.beforeJoin) {
+          join.gate = join.beforeJoin();
+          join.beforeJoin = null;
+          await join.gate;
+        }
+        return written;
+      },
       append: async (name, events, opts) => {
+        if (join.stream === name && events.some((e) => e.type === 'SessionsBooked')) await join.gate;
         if (race.stream === name && events.some((e) => e.type === 'SlotsReleased')) {
           if (race.during) {
             race.gate = race.during();
@@ -77,6 +104,40 @@ describeSql("a package's session booked while its last session's cancel is under
       .map((e) => (e.data as { to: string }).to);
     expect(moves).toEqual(['checkout', 'received']);
     const later = await t.request('GET', `/api/v1/session/${topUp!.body[0]!.id}`, { token: client.token });
+    expect(later.body).toMatchObject({ state: 'new', paymentState: 'received' });
+  });
+
+  it("keeps the payment when the cancel settles between the later session's hold and its joining the booking", async () => {
+    const { client, serviceId, first } = await m.packageBought('2026-12-02T10:00:00', {
+      sessionCancellationHours: 1,
+    });
+    for (const status of ['checkout', 'received'])
+      await t.request('POST', `/api/v1/payment/private/payment/${first.paymentId}/update`, {
+        token: m.service(),
+        body: { status },
+      });
+    let canceled: { status: number; body: { paymentState: string } } | null = null;
+    join.stream = `booking-${first.groupId}`;
+    join.beforeJoin = async () => {
+      canceled = await t.request('POST', `/api/v1/session/${first.id}/cancel`, { token: client.token });
+    };
+    const topUp = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T10:00:00'], packageId: first.groupId },
+    });
+    await join.gate;
+    join.stream = null;
+    expect(canceled!.status).toBe(200);
+    expect(topUp.status).toBe(200);
+    // The package holds a session again (the hold was decided while the canceled one still counted): its
+    // payment stays, and the new session with it.
+    expect(canceled!.body.paymentState).toBe('received');
+    await new Promise((r) => setTimeout(r, 500));
+    const moves = (await inner.readStream(`payment-${first.paymentId}`)).events
+      .filter((e) => e.type === 'PaymentStatusChanged')
+      .map((e) => (e.data as { to: string }).to);
+    expect(moves).toEqual(['checkout', 'received']);
+    const later = await t.request('GET', `/api/v1/session/${topUp.body[0]!.id}`, { token: client.token });
     expect(later.body).toMatchObject({ state: 'new', paymentState: 'received' });
   });
 });
