@@ -8,13 +8,18 @@ const ALLOWED_HEADERS = [
   'X-Request-Id',
   'X-Correlation-Id',
 ];
-/** Answer headers a browser app may read besides the CORS-safelisted ones. */
+/**
+ * Answer headers a browser app may read besides the CORS-safelisted ones: `Retry-After` (503, 409 `conflict`)
+ * and 405's `Allow` are not safelisted, so an app saw them as absent although the docs tell it to act on them.
+ */
 const EXPOSED_HEADERS = [
   'X-Request-Id',
   'Idempotent-Replayed',
   'X-Media-Id',
   'Content-Range',
   'Accept-Ranges',
+  'Retry-After',
+  'Allow',
 ];
 const METHODS = 'GET, HEAD, POST, PUT, DELETE';
 /** How long a browser may keep a preflight's answer (seconds). */

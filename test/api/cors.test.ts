@@ -41,6 +41,15 @@ describe('CORS with CORS_ORIGINS set', () => {
     expect(unknown.headers.get('access-control-allow-origin')).toBe(APP);
   });
 
+  it('lets an app read the headers the docs tell it to act on: Retry-After (503, 409 conflict) and 405 Allow', async () => {
+    // Neither is CORS-safelisted: unless exposed, a browser app sees them as absent.
+    const wrong = await call(t, 'PATCH', '/api/v1/nav/addreses', { Origin: APP });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toContain('POST');
+    const exposed = wrong.headers.get('access-control-expose-headers')?.toLowerCase().split(', ');
+    expect(exposed).toEqual(expect.arrayContaining(['retry-after', 'allow']));
+  });
+
   it('answers an allowed preflight with the methods and headers a call may use', async () => {
     const res = await call(t, 'OPTIONS', '/api/v1/service/' + randomUUID(), {
       Origin: APP,
