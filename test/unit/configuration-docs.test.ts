@@ -74,6 +74,19 @@ describe('configuration documentation', () => {
       .map((l) => l.trim());
     expect(ignored).toContain('.env');
   });
+
+  it('the Docker image runs the service as an unprivileged user who can write its DATA_DIR', () => {
+    const dockerfile = read('Dockerfile');
+    const users = [...dockerfile.matchAll(/^USER\s+(\S+)/gm)].map((m) => m[1]!);
+    const user = users.at(-1);
+    expect(user).toBeDefined();
+    expect(['root', '0', '0:0']).not.toContain(user);
+    // The image's default DATA_DIR (./data under WORKDIR) is made and given to that user before it runs.
+    expect(dockerfile).toMatch(
+      new RegExp(`^RUN .*mkdir -p (/app/)?data .*chown ${user}:\\S+ (/app/)?data`, 'm'),
+    );
+    expect(dockerfile.indexOf('chown')).toBeLessThan(dockerfile.lastIndexOf('\nUSER '));
+  });
 });
 
 describe('docker-compose.yml', () => {
