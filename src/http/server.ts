@@ -75,8 +75,24 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
       // Idle keep-alive connections outlive a load balancer's (60 s is common), so it never reuses a socket
       // we are closing.
       keepAliveTimeout: 65_000,
+      // HTTP/1.1 without Host is refused below, in the error shape: Node's own 400 had an empty body.
+      requireHostHeader: false,
     },
     (req, res) => {
+      if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
+        const body = JSON.stringify({
+          error: 'bad_request',
+          message: 'an HTTP/1.1 request must carry a Host header',
+          code: 400,
+        });
+        res.writeHead(400, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          connection: 'close',
+        });
+        res.end(body);
+        return;
+      }
       const socket = req.socket;
       // Once the request is in, the socket's timeout watches the response: a client that stops reading a
       // response larger than the socket's buffers (an asset, the audit export) held its connection and the

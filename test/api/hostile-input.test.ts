@@ -160,6 +160,20 @@ describe('transport', () => {
     }
   });
 
+  it('answers an HTTP/1.1 request without Host with 400 in the error shape (Node sent an empty body)', async () => {
+    const { text } = await raw(['GET /api/v1/nav/addreses HTTP/1.1\r\nConnection: close\r\n\r\n'], {
+      holdOpenMs: 5_000,
+    });
+    const r = statusAndBody(text);
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ error: 'bad_request', message: expect.stringMatching(/Host/), code: 400 });
+    // HTTP/1.0 needs no Host: served as before (401: the route needs a token).
+    const old = statusAndBody(
+      (await raw(['GET /api/v1/nav/addreses HTTP/1.0\r\n\r\n'], { holdOpenMs: 5_000 })).text,
+    );
+    expect(old.status).toBe(401);
+  });
+
   it('serves several requests on one kept-alive connection (the body timeout ends with the body)', async () => {
     const token = t.token(randomUUID());
     const req = `GET /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
