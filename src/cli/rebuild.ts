@@ -13,6 +13,9 @@ import { allProjections } from '../../projections';
 import { RebuildBusyError, RebuildError, rebuildReadModels } from '../rebuild/rebuild';
 import { progressPrinter } from '../rebuild/progress';
 
+/** Connections a rebuild holds at once at most (see below). */
+const REBUILD_CONNECTIONS = 3;
+
 /**
  * npm run rebuild [-- --verify] [-- --page-size=<n>] [-- <read model> …]: rebuilds read models from the
  * event log next to the live ones and swaps them in (or, with --verify, compares them row by row and exits
@@ -36,8 +39,15 @@ async function main() {
   const config = loadConfig();
   if (!config.databaseUrl) ensureDataDir(config.dataDir);
   const log = createLogger({ service: 'rebuild' });
-  // An operator's job over whole tables (a verify compares them): no bound on a statement's time.
-  const db = await openDatabase({ ...config, databaseQueryTimeoutMs: 0 });
+  // An operator's job over whole tables (a verify compares them): no bound on a statement's time. At least
+  // REBUILD_CONNECTIONS whatever DATABASE_POOL_SIZE says: the rebuild lock holds one connection throughout,
+  // the final transaction another, and the log is read under it on a third (with fewer, it waited for a
+  // connection that never came and said the database could not be reached).
+  const db = await openDatabase({
+    ...config,
+    databaseQueryTimeoutMs: 0,
+    databasePoolSize: Math.max(config.databasePoolSize, REBUILD_CONNECTIONS),
+  });
   await migrate(db);
   // The same versioned view of the log as the service (src/system.ts).
   const store = withUpcasting(await openEventStore(config, db), createUpcasterRegistry(UPCASTERS));

@@ -162,6 +162,20 @@ describePg('npm run rebuild as processes (skipped without DATABASE_URL: PGlite i
     expect(verify.out.join('')).toMatch(/rebuild replay: [\d,]+\/[\d,]+ events/);
   }, 180_000);
 
+  it('rebuilds and verifies with DATABASE_POOL_SIZE=1 (a setting the service takes): the rebuild opens the connections it needs', async () => {
+    const before = await liveState();
+    // A short connect wait: before, the rebuild waited for a second connection the pool could not give,
+    // then said the database could not be reached (exit 2).
+    const env = { DATABASE_POOL_SIZE: '1', DATABASE_CONNECT_TIMEOUT_MS: '2000' };
+    const rebuild = startRebuild(['sessions', 'payments'], env);
+    expect(await rebuild.exit).toBe(0);
+    expect(rebuild.out.join('')).toMatch(/rebuilt sessions, payments: \d+ events in/);
+    const verify = startRebuild(['--verify'], env);
+    expect(await verify.exit).toBe(0);
+    expect(verify.out.join('')).toContain('live read models match the log');
+    expect((await liveState()).tables).toEqual(before.tables);
+  }, 180_000);
+
   it('says in one line that the database cannot be reached: exit 2, no stack trace', async () => {
     const run = startRebuild(['--verify'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
     expect(await run.exit).toBe(2);
