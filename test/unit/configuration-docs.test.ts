@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { loadConfig } from '../../src/config';
 
 /**
  * Every environment variable the service reads is documented where README's "Configuration" sends the
@@ -68,6 +69,19 @@ describe('configuration documentation', () => {
     expect(read_.filter((n) => !documented.has(n))).toEqual([]);
   });
 
+  it('.env.example shows the defaults: copying a value it sets changes nothing', () => {
+    /** Examples of a value to give, not defaults (LOG_* are read by the logger, not by loadConfig). */
+    const examples = new Set(['JWT_ISSUER', 'JWT_AUDIENCE', 'LOG_PRETTY']);
+    const shown = [...read('.env.example').matchAll(/^#? ?([A-Z][A-Z0-9_]+)=(.+)$/gm)]
+      .map((m) => [m[1]!, m[2]!] as const)
+      .filter(([name]) => !examples.has(name));
+    expect(shown.length).toBeGreaterThan(15);
+    const base = { S3_ENDPOINT: 'http://minio:9000', INSTANCE_ID: 'docs' };
+    const defaults = loadConfig(base);
+    for (const [name, value] of shown)
+      expect({ name, config: loadConfig({ ...base, [name]: value }) }).toEqual({ name, config: defaults });
+  });
+
   it('the Docker image leaves out a local .env (its secrets; the service would read it at start)', () => {
     const ignored = read('.dockerignore')
       .split('\n')
@@ -103,6 +117,30 @@ describe('docker-compose.yml', () => {
 
   it('starts the app again after it exits (it exits 1 when a dependency is away at start)', () => {
     expect(app).toMatch(/^\s+restart: (unless-stopped|always|on-failure)$/m);
+  });
+
+  it('wires the app to every service it starts, with their credentials', () => {
+    const env = new Map(
+      [...app.matchAll(/^ {6}([A-Z][A-Z0-9_]+): '?(.*?)'?$/gm)].map((m) => [m[1]!, m[2]!] as const),
+    );
+    const setting = (service: string, name: string) => {
+      const block = compose.slice(compose.indexOf(`\n  ${service}:`) + 1);
+      return new RegExp(`^ {6}${name}: '?(.*?)'?$`, 'm').exec(block.slice(0, block.indexOf('\n\n')))?.[1];
+    };
+    const url = (name: string) => new URL(env.get(name)!);
+    expect(url('EVENTSTORE_URL').host).toBe('eventstore:2113');
+    expect(url('DATABASE_URL').host).toBe('postgres:5432');
+    expect(url('DATABASE_URL').username).toBe(setting('postgres', 'POSTGRES_USER'));
+    expect(url('DATABASE_URL').password).toBe(setting('postgres', 'POSTGRES_PASSWORD'));
+    expect(url('DATABASE_URL').pathname).toBe(`/${setting('postgres', 'POSTGRES_DB')}`);
+    expect(url('S3_ENDPOINT').host).toBe('minio:9000');
+    expect(env.get('S3_ACCESS_KEY')).toBe(setting('minio', 'MINIO_ROOT_USER'));
+    expect(env.get('S3_SECRET_KEY')).toBe(setting('minio', 'MINIO_ROOT_PASSWORD'));
+    expect(url('SMTP_URL').host).toBe('mailpit:1025');
+    // As the image runs it (NODE_ENV=production), with the JWT_SECRET compose takes from the shell.
+    expect(() =>
+      loadConfig({ ...Object.fromEntries(env), NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) }),
+    ).not.toThrow();
   });
 
   it('sets only variables the service reads', () => {
