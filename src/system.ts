@@ -59,7 +59,9 @@ export interface SystemOverrides {
 export async function openDatabase(config: Config): Promise<Database> {
   return config.databaseUrl
     ? createPgDatabase(config.databaseUrl, {
-        max: config.databasePoolSize,
+        // With the events in this database, one connection listens for appends all the time: at least one
+        // more for everything else (with DATABASE_POOL_SIZE=1 nothing else ever got a connection).
+        max: Math.max(config.databasePoolSize, config.eventStoreUrl ? 1 : 2),
         connectTimeoutMs: config.databaseConnectTimeoutMs,
         queryTimeoutMs: config.databaseQueryTimeoutMs,
       })
