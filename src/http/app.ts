@@ -30,17 +30,32 @@ export function createApp(deps: AppDeps): Koa {
   app.use(errorHandler(deps.log));
   const apiRouters = routers(deps);
   const uploads = apiRouters.flatMap((r) => r.stack).filter((layer) => takesMultipart(layer.stack));
+  /** Every route the app serves (mounted below). */
+  const root = new Router();
+  // A path no route takes is 404, a method its path does not take 405 (with Allow), whatever the body or the
+  // token: the checks of a request's body and token below are the routes', so they are skipped for it (a
+  // text body sent to an unknown path was 415, a garbled token there 401, a PUT with a form body 415).
+  app.use(async (ctx, next) => {
+    ctx.state.unrouted = !root.match(ctx.path, ctx.method).route;
+    await next();
+  });
+  const routed =
+    (mw: Koa.Middleware): Koa.Middleware =>
+    (ctx, next) =>
+      ctx.state.unrouted ? next() : mw(ctx, next);
   app.use(
-    requireJsonBody((method, path) => uploads.some((l) => l.methods.includes(method) && l.match(path))),
+    routed(
+      requireJsonBody((method, path) => uploads.some((l) => l.methods.includes(method) && l.match(path))),
+    ),
   );
   // Every JSON type requireJsonBody lets through is read (a parser knowing only a few `+json` types handed any
   // other, application/merge-patch+json, to the routes as `{}`, its fields silently dropped), as UTF-8 only.
-  app.use(jsonBody());
-  app.use(emptyJsonBodyIsEmptyObject());
-  app.use(inputHygiene());
-  app.use(jwtMiddleware(deps.config));
-  app.use(recognizeMetricsToken(deps.config.metricsToken));
-  app.use(presentTokenMustBeValid());
+  app.use(routed(jsonBody()));
+  app.use(routed(emptyJsonBodyIsEmptyObject()));
+  app.use(routed(inputHygiene()));
+  app.use(routed(jwtMiddleware(deps.config)));
+  app.use(routed(recognizeMetricsToken(deps.config.metricsToken)));
+  app.use(routed(presentTokenMustBeValid()));
 
   const health = new Router();
   /**
@@ -95,7 +110,6 @@ export function createApp(deps: AppDeps): Koa {
   const docs = openApiRoutes(() => [...mounted, docs], version);
   mounted.push(docs);
   MOUNTED.set(app, mounted);
-  const root = new Router();
   for (const r of mounted) root.use(r.routes());
   // A request refused before routing (a token that is not valid, a body that is not JSON) is still timed
   // under its route's pattern, the one the router would have chosen for its method (else any on its path).

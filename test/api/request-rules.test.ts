@@ -416,6 +416,52 @@ describe('a JSON body is read under every JSON media type the service accepts', 
   });
 });
 
+describe('a path or method no route takes', () => {
+  /** A raw call: t.request's answer check knows only the routes. */
+  const call = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
+    const res = await fetch(t.baseUrl + path, { method, headers, body });
+    return { status: res.status, allow: res.headers.get('allow'), body: await res.json().catch(() => null) };
+  };
+
+  it('is 404 or 405 whatever the request carries (was 415, 400 or 401 for its body or token)', async () => {
+    const garbage = { authorization: 'Bearer not-a-jwt' };
+    for (const [method, headers, body] of [
+      ['POST', { 'content-type': 'text/plain' }, 'x'],
+      ['POST', { 'content-type': 'application/x-www-form-urlencoded' }, 'a=1'],
+      ['POST', { 'content-type': 'application/json' }, '{x'],
+      ['POST', { 'content-type': 'application/json' }, '{"a":"\\u0000"}'],
+      ['GET', garbage, undefined],
+    ] as const) {
+      const res = await call(method, '/api/v1/nope', headers, body);
+      expect({ method, headers, res }).toEqual({
+        method,
+        headers,
+        res: expect.objectContaining({ status: 404, body: expect.objectContaining({ error: 'not_found' }) }),
+      });
+    }
+    for (const [method, headers, body] of [
+      ['PUT', { 'content-type': 'text/plain' }, 'x'],
+      ['PATCH', { 'content-type': 'application/json' }, '{"__proto__": 1}'],
+      ['DELETE', garbage, undefined],
+    ] as const) {
+      const res = await call(method, '/api/v1/coaches', headers, body);
+      expect({ method, res }).toEqual({
+        method,
+        res: {
+          status: 405,
+          allow: 'HEAD, GET',
+          body: expect.objectContaining({ error: 'method_not_allowed' }),
+        },
+      });
+    }
+    // A route that takes the method still reads the body and the token first.
+    expect((await call('POST', '/api/v1/coach/services', { 'content-type': 'text/plain' }, 'x')).status).toBe(
+      415,
+    );
+    expect((await call('GET', '/api/v1/coaches', garbage)).status).toBe(401);
+  });
+});
+
 describe('a query parameter sent twice', () => {
   it('is 422 at that parameter saying it is to be given once, whatever its type', async () => {
     const client = await m.client();
