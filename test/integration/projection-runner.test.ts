@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../../src/db/database';
 import { migrate } from '../../src/db/migrate';
+import { createPgDatabase } from '../../src/db/pg';
 import { createSqlEventStore } from '../../src/eventstore/sql';
 import type { EventStore } from '../../src/eventstore/types';
 import { createLogger } from '../../src/log';
@@ -223,6 +224,38 @@ describe('projection runner', () => {
     expect(runner.status().find((s) => s.name === 'flaky')!.state).toBe('running');
     await runner.stop();
   });
+
+  itPg(
+    'a statement the server cancels (statement_timeout while a rebuild holds the checkpoint row) is retried, not taken for a poison event',
+    async () => {
+      await startAtHead(database.db, store, ['patient']);
+      // The service's connections under a server-side statement_timeout (a DBA's setting on the role, say).
+      const url = new URL(database.url!);
+      url.searchParams.set('options', '-c statement_timeout=150');
+      const timed = createPgDatabase(url.toString(), { max: 4 });
+      // A rebuild's swap holds the read model's checkpoint row for longer than that (57014 for the runner).
+      let locked!: () => void;
+      const held = new Promise<void>((r) => (locked = r));
+      const rebuild = database.db.transaction(async (tx) => {
+        await tx.query(`SELECT 1 FROM projection_checkpoints WHERE name = 'patient' FOR UPDATE`);
+        locked();
+        await new Promise((r) => setTimeout(r, 1500));
+      });
+      await held;
+      const pos = await appendNumbered(301, 302);
+      const runner = createProjectionRunner(store, timed, [recorder('patient')], log, { baseBackoffMs: 5 });
+      try {
+        await runner.start();
+        await rebuild;
+        expect(await runner.waitFor(pos, 10_000, ['patient'])).toBe(true);
+        expect(runner.status().find((s) => s.name === 'patient')!.state).toBe('running');
+        expect(await rows('patient')).toEqual([301, 302]);
+      } finally {
+        await runner.stop();
+        await timed.close();
+      }
+    },
+  );
 
   it('stops loudly on a poison event: earlier events land, the poison and later ones do not', async () => {
     const before = await store.headPosition();
