@@ -327,6 +327,17 @@ export const paging = (q: unknown) => {
 export const FREE_JSON_MAX_DEPTH = 8;
 export const FREE_JSON_MAX_BYTES = 16 * 1024;
 
+/** Whether a JSON value holds a number that is not finite (1e400 parses as Infinity), without recursion. */
+function hasNonFinite(value: unknown): boolean {
+  const stack = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'number' && !Number.isFinite(v)) return true;
+    if (typeof v === 'object' && v !== null) stack.push(...(Array.isArray(v) ? v : Object.values(v)));
+  }
+  return false;
+}
+
 /**
  * Any JSON value within the free-form limits. Such fields are opaque to us (a provider's checkout session,
  * card details passed through), but they are stored or hashed, so they are kept small and shallow.
@@ -340,6 +351,10 @@ export const FreeJson = describeSchema(
         return t.failure(u, c, `Input should be nested at most ${FREE_JSON_MAX_DEPTH} levels deep`);
       if (Buffer.byteLength(JSON.stringify(u) ?? '') > FREE_JSON_MAX_BYTES)
         return t.failure(u, c, `Input should be at most ${FREE_JSON_MAX_BYTES} bytes of JSON`);
+      // A number past a double's range (1e400) parses as Infinity, which JSON.stringify writes as null: it
+      // was stored (and answered) as null, silently.
+      if (hasNonFinite(u))
+        return t.failure(u, c, 'Input should hold only numbers a double can hold (not 1e400)');
       return t.success(u);
     },
     (a) => a,

@@ -291,6 +291,31 @@ describe('free-form JSON and text', () => {
     });
   });
 
+  it('refuses a number no double holds (1e400) in a checkout or a card: it was stored as null', async () => {
+    const url = `/api/v1/payment/private/payment/${randomUUID()}/update`;
+    const token = t.token(randomUUID(), ['service']);
+    for (const checkout of ['{"amount":1e400}', '{"a":[1,-1e999]}']) {
+      const res = await t.request('POST', url, {
+        token,
+        body: `{"status":"checkout","checkout":${checkout}}`,
+      });
+      expect({ checkout, status: res.status }).toEqual({ checkout, status: 422 });
+      expect(res.body.detail[0]).toMatchObject({
+        loc: ['body', 'checkout'],
+        msg: expect.stringMatching(/1e400/),
+      });
+    }
+    const m = marketplace(t);
+    const serviceId = await m.offering(await m.coach());
+    const client = await m.client();
+    const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: `{"slots":["2030-01-07T10:00:00"],"card":{"n":1e400}}`,
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body', 'card']);
+  });
+
   it('refuses a deep card with an Idempotency-Key (the key hashes the body) without a 500', async () => {
     const m = marketplace(t);
     const coach = await m.coach();
