@@ -1,6 +1,6 @@
 import { sqlLiteral, type Database, type Queryable } from '../src/db/database';
 import { recordingQueryable } from '../src/db/recordedBatch';
-import { isDatabaseUnavailable } from '../src/db/unavailable';
+import { isDatabaseBusy, isDatabaseUnavailable } from '../src/db/unavailable';
 import type { EventStore, Position, RecordedEvent, Subscription } from '../src/eventstore/types';
 import { START, comparePositions } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
@@ -57,12 +57,9 @@ export function isTransient(err: unknown): boolean {
     isDatabaseUnavailable(err) ||
     code === '40001' || // serialization failure
     code === '40P01' || // deadlock
-    // The server gave up on the statement, not on the event: canceled (statement_timeout, e.g. while a
-    // rebuild's swap holds the checkpoint row; pg_cancel_backend), a lock not had within lock_timeout, or
-    // short of resources (disk full, out of memory). Before, three of these in a row stopped the projection.
-    code === '57014' ||
-    code === '55P03' ||
-    (typeof code === 'string' && code.startsWith('53')) ||
+    // The server gave up on the statement, not on the event (statement_timeout, e.g. while a rebuild's swap
+    // holds the checkpoint row; lock_timeout; disk full). Before, three of these in a row stopped the projection.
+    isDatabaseBusy(err) ||
     (err as { transient?: unknown })?.transient === true || // a side effect that may pass (e.g. mail 4xx)
     // A process manager that lost optimistic-concurrency races on a busy stream: trying later succeeds.
     (err as Error)?.name === 'ConcurrencyConflictError' ||

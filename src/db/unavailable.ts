@@ -23,6 +23,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
+ * Whether the server gave up on a statement, not on what it was asked: canceled (a role's statement_timeout,
+ * pg_cancel_backend), a lock not had within lock_timeout, or short of resources (disk full, out of memory).
+ * The same statement may pass a moment later: HTTP answers 503 (retry shortly), a projection retries.
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return code === '57014' || code === '55P03' || (typeof code === 'string' && /^53...$/.test(code));
+}
+
+/**
  * Whether a database error at start means "no connection can be had": the server does not answer, the host
  * is unknown, or the server refuses the login or knows no such database. Named in one line at start, not
  * as an unknown failure with a stack.

@@ -1,5 +1,5 @@
 import { EventStoreUnavailableError } from '../eventstore/types';
-import { isDatabaseUnavailable } from '../db/unavailable';
+import { isDatabaseBusy, isDatabaseUnavailable } from '../db/unavailable';
 import { BlobStoreUnavailableError } from '../storage/types';
 import { HttpError, ValidationError } from './errors';
 
@@ -66,7 +66,9 @@ export function renderError(err: unknown): Rendered {
   }
   // A server it depends on away for a moment (the database restarting or failing over, file storage
   // unreachable): as for the event store, 503 to retry shortly. Before, a 500 "an unexpected error occurred".
-  if (isDatabaseUnavailable(err) || err instanceof BlobStoreUnavailableError) {
+  // Also a statement the server gave up on (canceled by a statement_timeout, a lock_timeout, disk full): the
+  // request was not wrong, and was a 500.
+  if (isDatabaseUnavailable(err) || isDatabaseBusy(err) || err instanceof BlobStoreUnavailableError) {
     const body = {
       error: 'service_unavailable',
       message: 'the database (or file storage) is not answering; retry shortly',

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { createPgDatabase } from '../../src/db/pg';
 import type { Database } from '../../src/db/database';
 import { postgresServer, freshPostgres, freezableProxy, type TestDatabase } from '../support/services';
@@ -132,5 +133,38 @@ describePg('the database frozen', () => {
     } finally {
       await bounded.close();
     }
+  });
+
+  it('a statement the server cancels (statement_timeout, pg_cancel_backend, lock_timeout) is 503, not 500', async () => {
+    const client = t.token(randomUUID(), ['client']);
+    const locker = new Client({ connectionString: database.url });
+    const admin = new Client({ connectionString: database.url });
+    await Promise.all([locker.connect(), admin.connect()]);
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE addresses IN ACCESS EXCLUSIVE MODE');
+      const pending = t.request('GET', '/api/v1/nav/addreses', { token: client });
+      // The read waits for the lock; the server then cancels it, as its statement_timeout would.
+      let canceled = 0;
+      for (let i = 0; i < 100 && canceled === 0; i++) {
+        const { rows } = await admin.query<{ canceled: boolean }>(
+          `SELECT pg_cancel_backend(pid) AS canceled FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM addresses%'`,
+        );
+        canceled = rows.filter((r) => r.canceled).length;
+        if (canceled === 0) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(canceled).toBe(1);
+      const read = await pending;
+      expect([read.status, read.body]).toEqual([
+        503,
+        { error: 'service_unavailable', message: expect.stringMatching(/database/), code: 503 },
+      ]);
+      expect(read.headers.get('retry-after')).toBe('1');
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await Promise.all([locker.end(), admin.end()]);
+    }
+    expect((await t.request('GET', '/api/v1/nav/addreses', { token: client })).status).toBe(200);
   });
 });
