@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 
@@ -37,7 +38,8 @@ function abandon(req: http.IncomingMessage) {
 function rawError(socket: Duplex, status: number, reason: string, error: string, message: string) {
   const body = JSON.stringify({ error, message, code: status });
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nX-Request-Id: ${randomUUID()}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
@@ -86,6 +88,8 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
           code: 400,
         });
         res.writeHead(400, {
+          // Every answer carries a request id, also those made before the app sees the request (docs/api.md).
+          'x-request-id': randomUUID(),
           'content-type': 'application/json; charset=utf-8',
           'content-length': Buffer.byteLength(body),
           connection: 'close',
@@ -113,6 +117,7 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
               code: 408,
             });
             res.writeHead(408, {
+              'x-request-id': String(res.getHeader('x-request-id') ?? randomUUID()),
               'content-type': 'application/json; charset=utf-8',
               'content-length': Buffer.byteLength(body),
               connection: 'close',
@@ -136,6 +141,7 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
       code: 417,
     });
     res.writeHead(417, {
+      'x-request-id': randomUUID(),
       'content-type': 'application/json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       connection: 'close',

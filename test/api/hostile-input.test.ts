@@ -174,6 +174,36 @@ describe('transport', () => {
     expect(old.status).toBe(401);
   });
 
+  it('gives the answers Node makes itself an X-Request-Id too, as every answer has', async () => {
+    const big = await t.request('GET', '/api/v1/nav/addreses', {
+      headers: { authorization: `Bearer ${'x'.repeat(20_000)}` },
+    });
+    expect(big.status).toBe(431);
+    expect(big.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const token = t.token(randomUUID());
+    for (const [request, status] of [
+      ['GET /api/v1/nav/addreses HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
+      ['GET /a b c HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+      [
+        `POST /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+          'Content-Type: application/json\r\nExpect: 999-whatever\r\nContent-Length: 2\r\n\r\n{}',
+        417,
+      ],
+      ['CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n', 405],
+      [
+        'POST /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+          `Authorization: Bearer ${token}\r\nContent-Length: 500\r\n\r\n{"name"`,
+        408,
+      ],
+    ] as const) {
+      const r = statusAndBody((await raw([request], { holdOpenMs: 5_000 })).text);
+      expect({ status: r.status, id: /\r\nX-Request-Id: ([0-9a-f-]{36})\r\n/i.test(r.head) }).toEqual({
+        status,
+        id: true,
+      });
+    }
+  });
+
   it('serves several requests on one kept-alive connection (the body timeout ends with the body)', async () => {
     const token = t.token(randomUUID());
     const req = `GET /api/v1/nav/addreses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
