@@ -37,14 +37,28 @@ async function main() {
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
   });
-  server.listen(config.port, () =>
-    log.info('listening', {
-      port: config.port,
-      eventStore: system.deps.store.kind,
-      database: system.deps.db.kind,
-      dataDir: config.databaseUrl ? undefined : config.dataDir,
-    }),
-  );
+  // A port it cannot listen on (in use, or privileged) was an unhandled 'error' event: a stack trace.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch(async (err: NodeJS.ErrnoException) => {
+    await system.close().catch(() => undefined);
+    if (err.code === 'EADDRINUSE') throw new ConfigError(`PORT ${config.port} is in use by another process`);
+    if (err.code === 'EACCES')
+      throw new ConfigError(
+        `PORT ${config.port} may not be opened by this user (ports below 1024 need privileges)`,
+      );
+    throw err;
+  });
+  log.info('listening', {
+    port: config.port,
+    eventStore: system.deps.store.kind,
+    database: system.deps.db.kind,
+    dataDir: config.databaseUrl ? undefined : config.dataDir,
+  });
   const shutdown = async (signal: string) => {
     log.info('shutting down', { signal });
     // No new connections; idle keep-alive ones are closed, and the requests being served get their answer

@@ -1,5 +1,6 @@
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../support/serviceProcess';
@@ -86,6 +87,26 @@ describe('a DATA_DIR the service cannot use', () => {
       ]);
     }
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
+  }, 60_000);
+});
+
+describe('a PORT another process listens on', () => {
+  it('is named in one log line without a stack trace, and the service exits 1', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(0, r));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const { code, lines } = await runMain({ PORT: String(port) });
+      expect(code).toBe(1);
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({
+        level: 'error',
+        msg: 'refusing to start',
+        error: `PORT ${port} is in use by another process`,
+      });
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
   }, 60_000);
 });
 
