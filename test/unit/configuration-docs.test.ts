@@ -82,6 +82,18 @@ describe('configuration documentation', () => {
       expect({ name, config: loadConfig({ ...base, [name]: value }) }).toEqual({ name, config: defaults });
   });
 
+  it("README's table gives the default .env.example shows for each variable", () => {
+    const readme = read('README.md');
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Operating it'));
+    const rows = [...section.matchAll(/^\| (.+) \|$/gm)].map((m) => m[1]!);
+    const examples = new Set(['JWT_ISSUER', 'JWT_AUDIENCE', 'LOG_PRETTY']);
+    const missing = [...read('.env.example').matchAll(/^#? ?([A-Z][A-Z0-9_]+)=(.+)$/gm)]
+      .filter((m) => !examples.has(m[1]!))
+      .filter((m) => !rows.some((r) => r.includes(`\`${m[1]}\``) && r.includes(`\`${m[2]}\``)))
+      .map((m) => `${m[1]}=${m[2]}`);
+    expect(missing).toEqual([]);
+  });
+
   it('the Docker image leaves out a local .env (its secrets; the service would read it at start)', () => {
     const ignored = read('.dockerignore')
       .split('\n')
