@@ -24,45 +24,60 @@ describe("the service's Node flags", () => {
   });
 });
 
-describe('npm start', () => {
-  it('hands a SIGTERM sent to npm to the service itself (a supervisor stopping `npm start` stops the service)', async () => {
-    // The real start line, run by npm, on a stand-in main.js that reports its pid and the signal it gets.
-    // Before, npm passed the signal to the `sh -c` between them, which died and left the service running.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-npm-start-'));
-    const start = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'x', scripts: { start } }));
-    fs.mkdirSync(path.join(dir, 'dist/src'), { recursive: true });
-    fs.writeFileSync(
-      path.join(dir, 'dist/src/main.js'),
-      `process.on('SIGTERM', () => { console.log('SIGTERM'); process.exit(0); });
-       console.log('pid ' + process.pid); setInterval(() => {}, 1000);`,
-    );
-    const npm = spawn('npm', ['start', '--silent'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    const pid = await new Promise<number>((resolve) =>
-      npm.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /pid (\d+)/.exec(out);
-        if (m) resolve(Number(m[1]));
-      }),
-    );
-    const alive = (p: number) => {
+describe('npm start, npm run rebuild, npm run seed', () => {
+  it.each([
+    ['start', 'dist/src/main.js'],
+    ['rebuild', 'dist/src/cli/rebuild.js'],
+    ['seed', 'dist/src/cli/seed.js'],
+  ])(
+    'npm run %s hands a SIGTERM sent to npm to the program itself (a supervisor stopping npm stops it)',
+    async (script, file) => {
+      // The real script line, run by npm, on a stand-in program that reports its pid and the signal it gets
+      // (a build that does nothing). Before, npm passed the signal to the `sh -c` between them, which died
+      // and left the program running (the service: its port, leases and PGlite's lock).
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coaching-npm-run-'));
+      const line = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts[script];
+      fs.writeFileSync(
+        path.join(dir, 'package.json'),
+        JSON.stringify({ name: 'x', scripts: { [script]: line, build: 'true' } }),
+      );
+      fs.mkdirSync(path.join(dir, path.dirname(file)), { recursive: true });
+      fs.writeFileSync(
+        path.join(dir, file),
+        `process.on('SIGTERM', () => { console.log('SIGTERM'); process.exit(0); });
+         console.log('pid ' + process.pid); setInterval(() => {}, 1000);`,
+      );
+      const npm = spawn('npm', ['run', script, '--silent', '--ignore-scripts'], {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      const pid = await new Promise<number>((resolve) =>
+        npm.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /pid (\d+)/.exec(out);
+          if (m) resolve(Number(m[1]));
+        }),
+      );
+      const alive = (p: number) => {
+        try {
+          process.kill(p, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
       try {
-        process.kill(p, 0);
-        return true;
-      } catch {
-        return false;
+        npm.kill('SIGTERM');
+        await new Promise((r) => npm.once('exit', r));
+        for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+        expect(alive(pid)).toBe(false);
+        expect(out).toContain('SIGTERM');
+      } finally {
+        if (alive(pid)) process.kill(pid, 'SIGKILL');
+        fs.rmSync(dir, { recursive: true, force: true });
       }
-    };
-    try {
-      npm.kill('SIGTERM');
-      await new Promise((r) => npm.once('exit', r));
-      for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(alive(pid)).toBe(false);
-      expect(out).toContain('SIGTERM');
-    } finally {
-      if (alive(pid)) process.kill(pid, 'SIGKILL');
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
 });
