@@ -89,6 +89,22 @@ const optional = {
   bookingWindowDays: intIn(1, 3650, 'days'),
 };
 
+/** What a created service holds for each optional field its coach left out. */
+export const SERVICE_DEFAULTS = {
+  description: '',
+  promo: false,
+  serviceOtherType: '',
+  sessionCancellationHours: 24,
+  serviceTypes: [] as string[],
+  numberOfSessions: 1,
+  expiresInDays: 365,
+  groupSession: false,
+  maxGroupSize: 1,
+  slots: [] as string[],
+  minimumNoticeHours: 2,
+  bookingWindowDays: 60,
+};
+
 /** POST /api/v1/coach/services: the interface document's Service without id and status (server-set). */
 export const CreateServiceBody = strict(required, optional, 'ServiceIn');
 export type CreateServiceBody = t.TypeOf<typeof CreateServiceBody>;

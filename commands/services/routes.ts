@@ -7,7 +7,13 @@ import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { hasCoachProfile } from '../users/profile';
 import { toServiceOut } from '../../src/resources/service';
-import { CreateServiceBody, RejectServiceBody, ServiceIdPath, UpdateServiceBody } from './codecs';
+import {
+  CreateServiceBody,
+  RejectServiceBody,
+  SERVICE_DEFAULTS,
+  ServiceIdPath,
+  UpdateServiceBody,
+} from './codecs';
 import { service, type ServiceState } from './decider';
 import type { ServiceFields } from './events';
 import { serviceStream } from './events';
@@ -28,21 +34,7 @@ export function serviceCommands(deps: AppDeps): Router {
     // The caller's own profile stream says whether it is a coach (not the users read model, which lags).
     if (!(await hasCoachProfile(deps.store, userId)))
       throw notFound('coach_not_found', 'the caller has no coach profile');
-    const fields: ServiceFields = {
-      description: '',
-      promo: false,
-      serviceOtherType: '',
-      sessionCancellationHours: 24,
-      serviceTypes: [],
-      numberOfSessions: 1,
-      expiresInDays: 365,
-      groupSession: false,
-      maxGroupSize: 1,
-      slots: [],
-      minimumNoticeHours: 2,
-      bookingWindowDays: 60,
-      ...body,
-    };
+    const fields: ServiceFields = { ...SERVICE_DEFAULTS, ...body };
     const serviceId = deps.newId();
     const { state } = await runCommand(
       deps,

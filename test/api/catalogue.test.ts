@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { eventually, sessionsBookedData } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 import type { Position } from '../../src/eventstore/types';
+import { SERVICE_DEFAULTS } from '../../commands/services/codecs';
 
 let t: TestSystem;
 beforeAll(async () => {
@@ -389,18 +390,8 @@ describe('services: create, edit, approve, reject, read', () => {
     await appendAndWait(`service-${oldId}`, 'ServiceCreated', {
       serviceId: oldId,
       coachId: coach.id,
+      ...SERVICE_DEFAULTS,
       ...serviceBody({ serviceTypes: [' golf ', 'golf'] }),
-      description: '',
-      promo: false,
-      serviceOtherType: '',
-      sessionCancellationHours: 24,
-      numberOfSessions: 1,
-      expiresInDays: 365,
-      groupSession: false,
-      maxGroupSize: 1,
-      slots: [],
-      minimumNoticeHours: 2,
-      bookingWindowDays: 60,
       status: 'review',
       createdAt: new Date().toISOString(),
     });
