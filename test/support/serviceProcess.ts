@@ -1,18 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { eventually } from './marketplace';
+import { freePort } from './services';
 
-/** A TCP port nothing listens on right now. */
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
+export { freePort };
 
 export interface ServiceProcess {
   child: ChildProcess;

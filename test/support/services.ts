@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import type { Database } from '../../src/db/database';
@@ -84,8 +85,16 @@ export async function postgresServer(): Promise<string | null> {
  * `real` behind a switch: while `away.now`, every query and transaction goes to a node-postgres pool on a
  * port nothing listens on, so it fails as it does while the server is down (restarting, failing over).
  */
+/** A TCP port nothing listens on right now. */
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
 export async function switchableDatabase(real: Database) {
-  const { freePort } = await import('./serviceProcess');
   const unreachable = createPgDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, {
     max: 2,
   });
@@ -106,10 +115,9 @@ export async function switchableDatabase(real: Database) {
  * passes on what it held and goes on. `url` is the server's URL through the proxy.
  */
 export async function freezableProxy(serverUrl: string) {
-  const net = await import('node:net');
   const target = new URL(serverUrl);
   let frozen = false;
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<net.Socket>();
   const held: (() => void)[] = [];
   const proxy = net.createServer((client) => {
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
@@ -118,7 +126,7 @@ export async function freezableProxy(serverUrl: string) {
       s.on('error', () => undefined);
       s.on('close', () => sockets.delete(s));
     }
-    const pass = (to: import('node:net').Socket) => (d: Buffer) => {
+    const pass = (to: net.Socket) => (d: Buffer) => {
       const send = () => to.destroyed || to.write(d);
       if (frozen) held.push(send);
       else send();
@@ -131,7 +139,7 @@ export async function freezableProxy(serverUrl: string) {
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
   const url = new URL(serverUrl);
   url.hostname = '127.0.0.1';
-  url.port = String((proxy.address() as import('node:net').AddressInfo).port);
+  url.port = String((proxy.address() as net.AddressInfo).port);
   return {
     url: url.toString(),
     freeze: () => {
