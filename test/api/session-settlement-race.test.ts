@@ -12,6 +12,10 @@ import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
  * only (a top-up's session joins its booking in the hold's own write); the race is stepped into here.
  */
 const describeSql = testEventStoreOnEsdb() ? describe.skip : describe;
+if (testEventStoreOnEsdb())
+  console.log(
+    'session-settlement-race: skipped on EventStoreDB, which writes no streams together (the race is stepped on the SQL stores)',
+  );
 const NOW = new Date('2026-12-01T08:00:00Z');
 
 describeSql("a package's session booked while its last session's cancel is under way", () => {
