@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/Either';
 import type { Decider, DomainError, DomainEvent } from './decider';
 import type { EventMetadata, EventStore, Position, StreamAppend, StreamCondition } from './eventstore/types';
@@ -8,6 +9,8 @@ export type CommandOutcome<E, S> =
   | {
       ok: true;
       events: E[];
+      /** The stored ids of `events`, in order: a follow-up names one as its cause without reading it back. */
+      eventIds: string[];
       state: S;
       position: Position | null;
       /** Position of the stream's last event as read for the decision (null for a new stream). */
@@ -94,6 +97,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
         return {
           ok: true,
           events: earlier.map((r) => ({ type: r.type, data: r.data }) as E),
+          eventIds: earlier.map((r) => r.id),
           state,
           position: earlier[earlier.length - 1]!.position,
           alongside: false,
@@ -106,14 +110,16 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     }
     if (isLeft(decided)) return { ok: false, error: decided.left };
     const events = decided.right;
-    if (events.length === 0) return { ok: true, events, state, position: null, observed, alongside: false };
+    if (events.length === 0)
+      return { ok: true, events, eventIds: [], state, position: null, observed, alongside: false };
     const others = alongside && store.appendMany ? alongside(events) : [];
     // The command's events say which streams were written with them, atomically (see writtenWith).
     const writes = others.filter((o) => !isCondition(o));
     const stamped = writes.length ? { ...metadata, writtenWith: writes.map((o) => o.streamName) } : metadata;
+    const eventIds = events.map(() => randomUUID());
     const own: StreamAppend = {
       streamName,
-      events: events.map((e) => ({ type: e.type, data: e.data, metadata: stamped })),
+      events: events.map((e, i) => ({ id: eventIds[i], type: e.type, data: e.data, metadata: stamped })),
       expectedRevision: revision,
     };
     try {
@@ -129,6 +135,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
       return {
         ok: true,
         events,
+        eventIds,
         state: after,
         position: written[written.length - 1]!.position,
         alongside: writes.length > 0,

@@ -345,7 +345,7 @@ export function bookingCommands(deps: AppDeps): Router {
     // The events record the caller's part in the session as its role, not the token's first role.
     ctx.state.principal = { ...currentPrincipal(ctx), acting: party.as };
     const now = deps.clock().toISOString();
-    const { events, state } = await runCommand(
+    const { events, eventIds, state } = await runCommand(
       deps,
       ctx,
       bookingStream(groupId),
@@ -353,18 +353,13 @@ export function bookingCommands(deps: AppDeps): Router {
       build(sessionId, { userId }, now),
       ['sessions', 'reviews', 'completed_sessions'],
     );
-    const freed = events.find((e) => e.type === 'SessionDeclined' || e.type === 'SessionCanceled');
+    const freedAt = events.findIndex((e) => e.type === 'SessionDeclined' || e.type === 'SessionCanceled');
+    const freed = events[freedAt];
     if (freed) {
       // The session's change as stored: what this request does because of it (the slot's release, the
       // payment's settlement) names it as its cause, as the booking process's follow-ups do, so the
       // correlation chain leads from one to the other whoever wrote them.
-      const causationId = await deps.store.readStream(bookingStream(groupId)).then(
-        ({ events: stored }) =>
-          stored.find(
-            (e) => e.type === freed.type && (e.data as { sessionId?: string }).sessionId === sessionId,
-          )?.id,
-        () => undefined,
-      );
+      const causationId = eventIds[freedAt];
       // Free the slot now rather than when the process manager gets to it (it repeats this harmlessly). The
       // session change is stored already: losing a race on a busy calendar must not turn it into an error.
       await runCommand(

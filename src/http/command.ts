@@ -48,7 +48,7 @@ export async function runCommand<C, E extends DomainEvent, S>(
   waitFor: string[],
   /** What the events record: the request's own (`metadataOf`) unless given (a follow-up names its cause). */
   metadata: EventMetadata = metadataOf(ctx),
-): Promise<{ events: E[]; state: S }> {
+): Promise<{ events: E[]; eventIds: string[]; state: S }> {
   let outcome;
   try {
     outcome = await handleCommand(deps.store, streamName, decider, command, metadata);
@@ -65,5 +65,5 @@ export async function runCommand<C, E extends DomainEvent, S>(
     const caughtUp = await deps.runner.waitFor(position, deps.config.consistencyWaitMs, waitFor);
     if (!caughtUp) deps.log.warn('read model lagging behind a command', { stream: streamName, waitFor });
   }
-  return { events: outcome.events, state: outcome.state };
+  return { events: outcome.events, eventIds: outcome.eventIds, state: outcome.state };
 }

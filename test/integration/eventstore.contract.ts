@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { right } from 'fp-ts/Either';
+import { handleCommand } from '../../src/commandHandler';
+import type { Decider } from '../../src/decider';
 import {
   type EventStore,
   type Position,
@@ -186,6 +189,28 @@ export function eventStoreContract(getStore: () => EventStore) {
     expect(e!.createdAt).toBeInstanceOf(Date);
     expect(e!.createdAt.getTime()).toBeGreaterThanOrEqual(before - 5000);
     expect(e!.createdAt.getTime()).toBeLessThanOrEqual(Date.now() + 5000);
+  });
+
+  it('hands a command the stored ids of its events, and a keyed repeat the ids of the first run', async () => {
+    const store = getStore();
+    const s = stream();
+    const pair: Decider<{ n: number }, { type: 'Added'; data: { n: number } }, number> = {
+      initialState: () => 0,
+      evolve: (total, e) => total + e.data.n,
+      decide: (c) =>
+        right([
+          { type: 'Added', data: { n: c.n } },
+          { type: 'Added', data: { n: c.n + 1 } },
+        ]),
+    };
+    const first = await handleCommand(store, s, pair, { n: 1 }, { idempotencyTag: 'key-1' });
+    const stored = (await store.readStream(s)).events.map((e) => e.id);
+    expect(first.ok && first.eventIds).toEqual(stored);
+    expect(stored).toHaveLength(2);
+    // The request run again under its key: nothing new is written, and the answer names what the first stored.
+    const again = await handleCommand(store, s, pair, { n: 1 }, { idempotencyTag: 'key-1' });
+    expect(again.ok && again.eventIds).toEqual(stored);
+    expect((await store.readStream(s)).events).toHaveLength(2);
   });
 
   it('reads the global log in order, strictly after a position, up to a limit', async () => {
