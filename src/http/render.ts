@@ -12,6 +12,13 @@ export interface Rendered {
   retryable?: boolean;
 }
 
+/**
+ * The machine ran short of disk space or of open files: an upload's temporary file (DATA_DIR/uploads) or a
+ * blob (DATA_DIR/blobs) could not be written, as when many large uploads at once fill the disk. Not the
+ * request's fault, and it passes once uploads end and space is freed: 503 to retry, not a 500.
+ */
+const SHORT_OF_LOCAL_RESOURCES = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE']);
+
 /** Turns anything thrown below the error middleware into the documented status and body. */
 export function renderError(err: unknown): Rendered {
   if (err instanceof ValidationError) return { status: 422, body: { detail: err.detail }, expected: true };
@@ -75,6 +82,15 @@ export function renderError(err: unknown): Rendered {
       code: 503,
     };
     return { status: 503, body, expected: true, retryable: true };
+  }
+  if (SHORT_OF_LOCAL_RESOURCES.has(String((err as { code?: unknown } | null)?.code))) {
+    const body = {
+      error: 'service_unavailable',
+      message: 'the service is short of disk space (or open files) for the request; retry shortly',
+      code: 503,
+    };
+    // Not `expected`: logged with its error, so an operator learns the disk is full.
+    return { status: 503, body, expected: false, retryable: true };
   }
   return {
     status: 500,
