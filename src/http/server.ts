@@ -44,6 +44,20 @@ function rawError(socket: Duplex, status: number, reason: string, error: string,
   );
 }
 
+/** The latest request each connection carried, and its response: what an error on the connection concerns. */
+const latest = new WeakMap<Duplex, { req: http.IncomingMessage; res: http.ServerResponse }>();
+
+/**
+ * Whether an answer written now would not be the answer to a request of its own: the request whose body is
+ * still arriving was answered already (a 401 or 413 sent before the body was read; Node reads the rest and
+ * throws it away), or a response is part-way out. Writing one there sent a second answer to one request (a
+ * 408 after the 401, when the rest took longer than REQUEST_TIMEOUT_MS) or cut into a response's bytes.
+ */
+function answerUnwanted(socket: Duplex): boolean {
+  const last = latest.get(socket);
+  return !!last && last.res.headersSent && (!last.req.complete || !last.res.writableFinished);
+}
+
 const PARSER_ERRORS: Record<string, [number, string, string, string]> = {
   HPE_HEADER_OVERFLOW: [
     431,
@@ -98,6 +112,7 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
         return;
       }
       const socket = req.socket;
+      latest.set(socket, { req, res });
       // Once the request is in, the socket's timeout watches the response: a client that stops reading a
       // response larger than the socket's buffers (an asset, the audit export) held its connection and the
       // response's buffers for ever (the keep-alive timeout starts only once a response is all sent). When
@@ -153,7 +168,7 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
     rawError(socket, 405, 'Method Not Allowed', 'method_not_allowed', 'CONNECT is not served here'),
   );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (!socket.writable || err.code === 'ECONNRESET') {
+    if (!socket.writable || err.code === 'ECONNRESET' || answerUnwanted(socket)) {
       socket.destroy();
       return;
     }

@@ -212,6 +212,68 @@ describe('transport', () => {
   });
 });
 
+describe('a request answered before its body has arrived (a 401 or 413 to an upload)', () => {
+  // A server of its own with a short request timeout; its one route answers 401 without reading the body,
+  // as an upload without a token is. Node then reads the rest of the body and throws it away.
+  const app = new Koa();
+  app.use((ctx) => {
+    ctx.status = 401;
+    ctx.body = { error: 'unauthorized', message: 'a valid bearer token is required', code: 401 };
+  });
+  const server = createHttpServer(app, {
+    ...DEFAULT_TIMEOUTS,
+    headersTimeoutMs: 1000,
+    requestTimeoutMs: 2000,
+    bodyIdleTimeoutMs: 1000,
+  });
+  let port = 0;
+  beforeAll(async () => {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  /** Sends the head of a request, then `rest` every 200 ms until the server closes; what it answered. */
+  const upload = (head: string, rest: () => string) =>
+    new Promise<{ text: string; ms: number }>((resolve, reject) => {
+      const started = Date.now();
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(head));
+      let text = '';
+      const more = setInterval(() => socket.writable && socket.write(rest()), 200);
+      socket.on('data', (d) => (text += d.toString('utf8')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearInterval(more);
+        resolve({ text, ms: Date.now() - started });
+      });
+      setTimeout(() => reject(new Error(`still open after 10 s; answered ${text}`)), 10_000).unref();
+    });
+  const answers = (text: string) => text.match(/HTTP\/1\.1 \d{3}/g);
+
+  it('answers once: a body still arriving at REQUEST_TIMEOUT_MS loses its connection, without a second (408) answer', async () => {
+    const { text, ms } = await upload(
+      'POST /api/v1/storage/video HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n' +
+        'Content-Length: 100000000\r\n\r\n',
+      () => 'x'.repeat(1000),
+    );
+    expect(answers(text)).toEqual(['HTTP/1.1 401']);
+    expect(ms).toBeLessThan(6_000);
+  });
+
+  it('answers once: a malformed chunk in the rest of the body closes the connection, without a second (400) answer', async () => {
+    let sent = 0;
+    const { text } = await upload(
+      'POST /api/v1/storage/video HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\n4\r\nxxxx\r\n',
+      () => (sent++ < 2 ? '4\r\nxxxx\r\n' : 'not a chunk\r\n'),
+    );
+    expect(answers(text)).toEqual(['HTTP/1.1 401']);
+  });
+});
+
 describe('HEADERS_TIMEOUT_MS=0 (no limit on the headers)', () => {
   it("checks the request timeout once a second, not on a timer of 0 ms (1 ms: a busy loop's CPU)", () => {
     const server = createHttpServer(new Koa(), { ...DEFAULT_TIMEOUTS, headersTimeoutMs: 0 });
