@@ -15,6 +15,7 @@ import { reviewsProjection } from './reviews';
 import { completedSessionsProjection } from './completedSessions';
 import { videosProjection } from './videos';
 import { profileMediaProjection } from './profileMedia';
+import { calendarFeedsProjection } from './calendarFeeds';
 import { emailProcess } from './emailProcess';
 import { DEFAULT_MAIL_LEASE_MS } from '../src/config';
 import { emailDeliveriesProjection } from './emailDeliveries';
@@ -53,6 +54,7 @@ export const allProjections = (ctx: {
   bookingListProcess(ctx.store),
   videosProjection,
   profileMediaProjection,
+  calendarFeedsProjection,
   notificationsProjection,
   notificationChannelsProjection,
   notificationProcess(ctx.store),

@@ -46,6 +46,9 @@ export const userProfilesProjection: Projection = {
       case 'ProfileMediaAdded':
       case 'ProfileMediaRemoved':
         return; // read model profile_media (projections/profileMedia.ts)
+      case 'CalendarFeedIssued':
+      case 'CalendarFeedRevoked':
+        return; // read model calendar_feeds (projections/calendarFeeds.ts)
       default:
         assertNever(event);
     }

@@ -27,6 +27,8 @@ import { emailCommands } from '../commands/email/routes';
 import { webhookQueries } from '../queries/webhooks';
 import { adminQueries } from '../queries/admin';
 import { deliveryCommands } from '../commands/delivery/routes';
+import { calendarFeedCommands } from '../commands/users/calendarFeed';
+import { calendarFeedQueries } from '../queries/calendarFeed';
 import type { AppDeps } from './deps';
 
 /** Every command and query router of the API. */
@@ -59,4 +61,6 @@ export const routers = (deps: AppDeps): Router[] => [
   webhookQueries(deps),
   adminQueries(deps),
   deliveryCommands(deps),
+  calendarFeedCommands(deps),
+  calendarFeedQueries(deps),
 ];

@@ -13,6 +13,8 @@ export interface UserState {
   media?: Omit<ProfileMediaChanged['data'], 'userId' | 'replacedKeys' | 'at'>;
   /** Pictures and certificates, in upload order. */
   gallery: GalleryItem[];
+  /** The SHA-256 of the calendar feed's token while the user has one open. */
+  calendarFeed?: string | null;
 }
 
 export type UserCommand =
@@ -32,7 +34,10 @@ export type UserCommand =
       now: string;
     }
   | { type: 'AddProfileMedia'; userId: string; item: GalleryItem }
-  | { type: 'RemoveProfileMedia'; userId: string; mediaId: string; now: string };
+  | { type: 'RemoveProfileMedia'; userId: string; mediaId: string; now: string }
+  /** `tokenSha256`: the hash of a token the caller drew (randomness is the route's, as ids are). */
+  | { type: 'IssueCalendarFeed'; userId: string; tokenSha256: string; now: string }
+  | { type: 'RevokeCalendarFeed'; userId: string; now: string };
 
 /** A new profile must at least say who it is and how to reach them. */
 export const REQUIRED_ON_CREATE = ['firstName', 'lastName', 'email', 'type'] as const;
@@ -115,6 +120,10 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
         return { ...state, gallery: [...state.gallery, event.data.item] };
       case 'ProfileMediaRemoved':
         return { ...state, gallery: state.gallery.filter((i) => i.mediaId !== event.data.mediaId) };
+      case 'CalendarFeedIssued':
+        return { ...state, calendarFeed: event.data.tokenSha256 };
+      case 'CalendarFeedRevoked':
+        return { ...state, calendarFeed: null };
       default:
         return assertNever(event);
     }
@@ -206,6 +215,21 @@ export const userProfile: Decider<UserCommand, UserEvent, UserState> = {
           },
         ]);
       }
+      case 'IssueCalendarFeed':
+        // Always a new token: asking again is how a user shuts out whoever saw the old address.
+        return right([
+          {
+            type: 'CalendarFeedIssued',
+            data: { userId: command.userId, tokenSha256: command.tokenSha256, issuedAt: command.now },
+          },
+        ]);
+      case 'RevokeCalendarFeed':
+        // Closing a feed that is not open records nothing: the request can be repeated.
+        return right(
+          state.calendarFeed
+            ? [{ type: 'CalendarFeedRevoked', data: { userId: command.userId, revokedAt: command.now } }]
+            : [],
+        );
       default:
         return assertNever(command);
     }

@@ -90,6 +90,24 @@ export type ProfileMediaRemoved = DomainEvent<
   { userId: string; mediaId: string; kind: GalleryKind; removedKeys: string[]; at: string }
 >;
 
-export type UserEvent = UserProfileUpserted | ProfileMediaChanged | ProfileMediaAdded | ProfileMediaRemoved;
+/**
+ * The user asked for a calendar feed (a private `.ics` address for a calendar app): its token's SHA-256,
+ * never the token (the log is read by auditors; the token alone opens the feed). A new one replaces the last.
+ */
+export type CalendarFeedIssued = DomainEvent<
+  'CalendarFeedIssued',
+  { userId: string; tokenSha256: string; issuedAt: string }
+>;
+
+/** The user closed the calendar feed: its address answers 404 from now on. */
+export type CalendarFeedRevoked = DomainEvent<'CalendarFeedRevoked', { userId: string; revokedAt: string }>;
+
+export type UserEvent =
+  | UserProfileUpserted
+  | ProfileMediaChanged
+  | ProfileMediaAdded
+  | ProfileMediaRemoved
+  | CalendarFeedIssued
+  | CalendarFeedRevoked;
 
 export const profileStream = (userId: string) => `profile-${userId}`;

@@ -7,6 +7,7 @@ import { notificationMigrations } from './migrations/notifications';
 import type { Migration } from './migrations/migration';
 import { leaseMigrations } from './migrations/leases';
 import { readVersionMigrations } from './migrations/readVersions';
+import { calendarFeedMigrations } from './migrations/calendarFeeds';
 
 /** Read-model schema, in order. A migration is never edited once released; add a new one instead. */
 export const migrations: Migration[] = [
@@ -18,4 +19,5 @@ export const migrations: Migration[] = [
   ...notificationMigrations,
   ...leaseMigrations,
   ...readVersionMigrations,
+  ...calendarFeedMigrations,
 ];

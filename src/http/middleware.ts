@@ -4,6 +4,10 @@ import type { Logger } from '../log';
 import { HttpError } from './errors';
 import { renderError } from './render';
 
+/** The path as the access log keeps it: a calendar feed's token opens the feed, so it is not written. */
+export const loggedPath = (path: string) =>
+  path.replace(/^(\/api\/v1\/calendar\/feed\/)[^/]+$/i, '$1[token]');
+
 /** Request id (taken from `X-Request-Id` when sane) and one JSON access-log line per request. */
 export function requestContext(log: Logger): Middleware {
   return async (ctx, next) => {
@@ -19,7 +23,7 @@ export function requestContext(log: Logger): Middleware {
       log.info('request', {
         requestId,
         method: ctx.method,
-        path: ctx.path,
+        path: loggedPath(ctx.path),
         status: ctx.status,
         ms: Math.round(ms * 10) / 10,
       });

@@ -20,5 +20,6 @@ export const READ_MODEL_TABLES: Readonly<Record<string, readonly string[]>> = {
   notifications: ['notifications'],
   notification_channels: ['notification_channels'],
   profile_media: ['profile_media'],
+  calendar_feeds: ['calendar_feeds'],
   'email-deliveries': ['email_deliveries'],
 };

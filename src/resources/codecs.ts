@@ -565,6 +565,15 @@ export const ChannelRemovedCodec = closed('NotificationChannelRemoved', {
   status: t.literal('removed'),
 });
 
+/** A calendar feed just opened: its address (relative to the base URL) and token, shown this once. */
+export const CalendarFeedIssuedCodec = closed('CalendarFeedIssued', { url: s, token: s, issuedAt: s });
+
+/** Whether the caller has a calendar feed open, and since when. */
+export const CalendarFeedStatusCodec = closed('CalendarFeedStatus', {
+  open: t.boolean,
+  issuedAt: nullable(s),
+});
+
 /** One webhook delivery of a notification to a channel, with every attempt. */
 export const WebhookDeliveryCodec = closed('WebhookDelivery', {
   id: s,

@@ -98,6 +98,42 @@ describe('user profile decider', () => {
     ).toBe(true);
   });
 
+  it('opens a calendar feed each time it is asked, and closes an open one once', () => {
+    const issue = (tokenSha256: string): UserCommand => ({
+      type: 'IssueCalendarFeed',
+      userId,
+      tokenSha256,
+      now,
+    });
+    const revoke: UserCommand = { type: 'RevokeCalendarFeed', userId, now };
+    const issued = (tokenSha256: string): UserEvent => ({
+      type: 'CalendarFeedIssued',
+      data: { userId, tokenSha256, issuedAt: now },
+    });
+    // Given no profile yet, when a feed is asked for, then it is opened (a user's sessions need no profile).
+    expect(userProfile.decide(issue('a'.repeat(64)), given([]))).toEqual({
+      _tag: 'Right',
+      right: [issued('a'.repeat(64))],
+    });
+    // Given an open feed, when asked again, then a new one replaces it.
+    expect(userProfile.decide(issue('b'.repeat(64)), given([created, issued('a'.repeat(64))]))).toEqual({
+      _tag: 'Right',
+      right: [issued('b'.repeat(64))],
+    });
+    expect(given([issued('a'.repeat(64)), issued('b'.repeat(64))]).calendarFeed).toBe('b'.repeat(64));
+    // Given an open feed, when closed, then it is recorded; closed again, nothing more is.
+    const closed: UserEvent = { type: 'CalendarFeedRevoked', data: { userId, revokedAt: now } };
+    expect(userProfile.decide(revoke, given([issued('a'.repeat(64))]))).toEqual({
+      _tag: 'Right',
+      right: [closed],
+    });
+    expect(userProfile.decide(revoke, given([issued('a'.repeat(64)), closed]))).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+    expect(userProfile.decide(revoke, given([]))).toEqual({ _tag: 'Right', right: [] });
+  });
+
   it('knows IANA zones and calendar dates', () => {
     expect(isIanaZone('America/Sao_Paulo')).toBe(true);
     expect(isIanaZone('Mars/Olympus')).toBe(false);

@@ -102,6 +102,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Audit: 'The event log read back: a session or payment replayed, a stream at a revision, causes and effects',
   'E-mail (private)': 'Transactional e-mails sent on behalf of other services (service role)',
   Notifications: "A user's notifications, their read marks, and the channels they are delivered to",
+  'Calendar feed':
+    "A private iCalendar address of the caller's sessions, for calendar apps that subscribe to a URL and send no token",
   Addresses: "A user's saved addresses",
   Operations: 'Health, metrics and this document',
 };
@@ -338,6 +340,8 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
   else if (doc.answer === 'prometheus')
     ok['text/plain'] = { schema: { type: 'string', description: 'Prometheus text exposition format 0.0.4' } };
   else if (doc.answer === 'html') ok['text/html'] = { schema: { type: 'string' } };
+  else if (doc.answer === 'icalendar')
+    ok['text/calendar'] = { schema: { type: 'string', description: 'iCalendar (RFC 5545)' } };
   else if (doc.answer === 'ndjson')
     ok['application/x-ndjson'] = {
       schema: { type: 'string', description: 'one AuditEvent (JSON) per line' },

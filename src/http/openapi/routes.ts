@@ -76,7 +76,7 @@ export interface RouteDoc {
   body?: { codec: t.Mixed; optional?: boolean; example?: unknown };
   multipart?: { fields: t.Mixed; files: FilePart[] };
   /** The 200 answer: a codec (JSON), `binary` (a stored file), `prometheus` (text exposition), `html`. */
-  answer: t.Mixed | 'binary' | 'prometheus' | 'html' | 'ndjson';
+  answer: t.Mixed | 'binary' | 'prometheus' | 'html' | 'ndjson' | 'icalendar';
   /** The answer may also be this page when the client asks for text/html (endpoint 31). */
   alsoHtml?: boolean;
   /** Statuses beyond the ones every route of its kind has (see document.ts). */
@@ -485,6 +485,30 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'Notifications',
     summary: 'Remove one of your channels: nothing more is sent to it, queued webhook deliveries are dropped',
     answer: A.ChannelRemovedCodec,
+  },
+  'POST /api/v1/calendar/feed': {
+    tag: 'Calendar feed',
+    summary:
+      'Open a private calendar feed of your sessions (a new address each time: the last one stops working); the token is shown this once',
+    answer: A.CalendarFeedIssuedCodec,
+  },
+  'GET /api/v1/calendar/feed': {
+    tag: 'Calendar feed',
+    summary: 'Whether you have a calendar feed open, and since when',
+    answer: A.CalendarFeedStatusCodec,
+  },
+  'DELETE /api/v1/calendar/feed': {
+    tag: 'Calendar feed',
+    summary: 'Close your calendar feed: its address answers 404 from now on',
+    answer: A.CalendarFeedStatusCodec,
+  },
+  'GET /api/v1/calendar/feed/:file': {
+    tag: 'Calendar feed',
+    summary:
+      'The feed (`<token>.ics`, iCalendar): your sessions as client and coach from 90 days ago on, for calendar apps that subscribe to an address',
+    description:
+      'The address is the secret: `<token>.ics` with the token as POST /api/v1/calendar/feed gave it; any other is 404 `feed_not_found`.',
+    answer: 'icalendar',
   },
   'POST /api/v1/notification/channel/mailprovider-init': {
     endpoint: 28,

@@ -1,0 +1,195 @@
+import { profileStream } from '../../commands/users/events';
+import { escapeText, foldLine } from '../../src/resources/icalendar';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { requestContext } from '../../src/http/middleware';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
+
+let t: TestSystem;
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
+});
+
+/** The feed as a calendar app fetches it: no Authorization header. */
+const fetchFeed = (url: string) => t.request('GET', url);
+
+/** The VEVENTs of a feed, each as its unfolded properties. */
+function eventsOf(ics: string): Record<string, string>[] {
+  const unfolded = ics.replace(/\r\n /g, '');
+  return [...unfolded.matchAll(/BEGIN:VEVENT\r\n([\s\S]*?)END:VEVENT/g)].map((m) =>
+    Object.fromEntries(
+      m[1]!
+        .split('\r\n')
+        .filter(Boolean)
+        .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1)]),
+    ),
+  );
+}
+
+async function bookedPair(serviceName = 'Tennis basics') {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { name: serviceName });
+  const client = await m.client({ firstName: 'Ana', lastName: 'Lima' });
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: ['2026-12-02T10:00:00'], address: 'Main St 1, 10115 Berlin' },
+  });
+  expect(res.status).toBe(200);
+  return { coach, client, serviceId, session: res.body[0] as { id: string } };
+}
+
+const open = async (token: string) => {
+  const res = await t.request('POST', '/api/v1/calendar/feed', { token });
+  expect(res.status).toBe(200);
+  return res.body as { url: string; token: string; issuedAt: string };
+};
+
+describe('calendar feed (added)', () => {
+  it("lists the caller's sessions as client and as coach, in UTC, without a token header", async () => {
+    const { coach, client, session } = await bookedPair();
+    const forClient = await open(client.token);
+    expect(forClient.url).toBe(`/api/v1/calendar/feed/${forClient.token}.ics`);
+    expect(forClient.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const res = await fetchFeed(forClient.url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/calendar; charset=utf-8');
+    expect(res.headers.get('cache-control')).toBe('private, no-cache');
+    const ics = res.body as string;
+    expect(ics.startsWith('BEGIN:VCALENDAR\r\nVERSION:2.0\r\n')).toBe(true);
+    expect(ics.endsWith('END:VCALENDAR\r\n')).toBe(true);
+    const [event, ...more] = eventsOf(ics);
+    expect(more).toEqual([]);
+    expect(event).toMatchObject({
+      UID: `${session.id}@sessions.coaching`,
+      // 10:00 in Berlin on 2 December is 09:00 UTC.
+      DTSTART: '20261202T090000Z',
+      DTEND: '20261202T100000Z',
+      SUMMARY: expect.stringMatching(/^Tennis basics with Coach [0-9a-f]{6}$/),
+      STATUS: 'TENTATIVE',
+      LOCATION: 'Main St 1\\, 10115 Berlin',
+    });
+    // The coach's own feed shows the same session with the client's name.
+    const forCoach = await open(coach.token);
+    const [coachEvent] = eventsOf((await fetchFeed(forCoach.url)).body as string);
+    expect(coachEvent).toMatchObject({ UID: event!.UID, SUMMARY: 'Tennis basics with Ana Lima' });
+    // Approved, it is confirmed.
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    expect(eventsOf((await fetchFeed(forClient.url)).body as string)[0]!.STATUS).toBe('CONFIRMED');
+  });
+
+  it('drops a canceled session, and sessions that ended more than 90 days ago', async () => {
+    const { client, session } = await bookedPair();
+    const feed = await open(client.token);
+    expect(eventsOf((await fetchFeed(feed.url)).body as string)).toHaveLength(1);
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/cancel`, { token: client.token, body: {} }))
+        .status,
+    ).toBe(200);
+    expect(eventsOf((await fetchFeed(feed.url)).body as string)).toEqual([]);
+    // Another session (it ends at 10:00 UTC on 2 December), seen 90 days after its end and the day after.
+    const second = await bookedPair();
+    const later = await open(second.client.token);
+    clock.set('2027-03-02T10:00:00Z');
+    expect(eventsOf((await fetchFeed(later.url)).body as string)).toHaveLength(1);
+    clock.set('2027-03-02T10:00:01Z');
+    expect(eventsOf((await fetchFeed(later.url)).body as string)).toEqual([]);
+  });
+
+  it('replaces the address when asked again, and closes it on DELETE', async () => {
+    const { client } = await bookedPair();
+    const first = await open(client.token);
+    const second = await open(client.token);
+    expect(second.token).not.toBe(first.token);
+    expect((await fetchFeed(first.url)).status).toBe(404);
+    expect((await fetchFeed(second.url)).status).toBe(200);
+    // A keyed request repeated (its answer lost) answers the same address, as every keyed POST does.
+    const keyed = () =>
+      t.request('POST', '/api/v1/calendar/feed', {
+        token: client.token,
+        headers: { 'Idempotency-Key': `feed-${client.id}` },
+      });
+    const third = (await keyed()).body as { token: string };
+    expect((await keyed()).body).toMatchObject({ token: third.token });
+    expect((await fetchFeed(second.url)).status).toBe(404);
+    expect((await fetchFeed(`/api/v1/calendar/feed/${third.token}.ics`)).status).toBe(200);
+    const latest = await open(client.token);
+    expect((await fetchFeed(latest.url)).status).toBe(200);
+    const status = await t.request('GET', '/api/v1/calendar/feed', { token: client.token });
+    expect(status.body).toEqual({ open: true, issuedAt: '2026-12-01T08:00:00.000Z' });
+    const closed = await t.request('DELETE', '/api/v1/calendar/feed', { token: client.token });
+    expect(closed).toMatchObject({ status: 200, body: { open: false, issuedAt: null } });
+    const gone = await fetchFeed(latest.url);
+    expect(gone).toMatchObject({ status: 404, body: { error: 'feed_not_found', code: 404 } });
+    expect((await t.request('GET', '/api/v1/calendar/feed', { token: client.token })).body).toEqual({
+      open: false,
+      issuedAt: null,
+    });
+    // Closing again is no error and records nothing more.
+    const before = (await t.system.deps.store.readStream(profileStream(client.id))).events.length;
+    expect((await t.request('DELETE', '/api/v1/calendar/feed', { token: client.token })).status).toBe(200);
+    expect((await t.system.deps.store.readStream(profileStream(client.id))).events).toHaveLength(before);
+  });
+
+  it('keeps only the hash of the token in the log, and none in the access log', async () => {
+    const { client } = await bookedPair();
+    const feed = await open(client.token);
+    const { events } = await t.system.deps.store.readStream(profileStream(client.id));
+    const issued = events.find((e) => e.type === 'CalendarFeedIssued')!;
+    expect(JSON.stringify([issued.data, issued.metadata])).not.toContain(feed.token);
+    expect((issued.data as { tokenSha256: string }).tokenSha256).toMatch(/^[0-9a-f]{64}$/);
+    // The access log's line for a fetch of the feed.
+    const lines: Record<string, unknown>[] = [];
+    const log = {
+      ...t.system.deps.log,
+      info: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, ...fields }),
+    };
+    const app = new Koa().use(requestContext(log)).use((ctx) => {
+      ctx.body = 'ok';
+    });
+    const server = app.listen(0);
+    try {
+      const { port } = server.address() as AddressInfo;
+      await fetch(`http://127.0.0.1:${port}${feed.url}`);
+      await fetch(`http://127.0.0.1:${port}/api/v1/calendar/feed`);
+    } finally {
+      server.close();
+    }
+    expect(lines.map((l) => l.path)).toEqual(['/api/v1/calendar/feed/[token]', '/api/v1/calendar/feed']);
+  });
+
+  it('answers an unknown or malformed address 404 in the error shape, and needs a token to open one', async () => {
+    for (const file of [`${'A'.repeat(43)}.ics`, 'short.ics', `${'A'.repeat(43)}`, '%E2%82%AC.ics', '.ics'])
+      expect(await fetchFeed(`/api/v1/calendar/feed/${file}`)).toMatchObject({
+        status: 404,
+        body: { error: 'feed_not_found' },
+      });
+    expect((await t.request('POST', '/api/v1/calendar/feed')).status).toBe(401);
+    expect((await t.request('GET', '/api/v1/calendar/feed')).status).toBe(401);
+    expect((await t.request('DELETE', '/api/v1/calendar/feed')).status).toBe(401);
+  });
+});
+
+describe('iCalendar text', () => {
+  it('escapes TEXT values and drops control characters', () => {
+    expect(escapeText('a\\b;c,d\r\ne\nf\rg\u0007h\tk')).toBe('a\\\\b\\;c\\,d\\ne\\nf\\ngh\tk');
+  });
+
+  it('folds lines at 75 octets without splitting a character', () => {
+    const line = `SUMMARY:${'é'.repeat(60)}`;
+    const folded = foldLine(line);
+    for (const part of folded.split('\r\n')) expect(Buffer.byteLength(part)).toBeLessThanOrEqual(75);
+    expect(
+      folded
+        .split('\r\n')
+        .slice(1)
+        .every((p) => p.startsWith(' ')),
+    ).toBe(true);
+    expect(folded.replace(/\r\n /g, '')).toBe(line);
+    expect(foldLine('SHORT:x')).toBe('SHORT:x');
+  });
+});
