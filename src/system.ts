@@ -25,6 +25,7 @@ import { createMailRetry } from './mailRetry';
 import { createIdempotencyPruner } from './idempotencyPruner';
 import { createMetrics } from './metrics';
 import { createWebhookDispatcher } from './webhooks/dispatcher';
+import type { HostResolver } from './webhooks/target';
 import { LEASES, createLocalLeases, createPgLeases } from './leases';
 
 export interface System {
@@ -53,6 +54,8 @@ export interface SystemOverrides {
   clock?: () => Date;
   newId?: () => string;
   log?: Logger;
+  /** How webhook receivers' host names are resolved (default: DNS through c-ares). */
+  webhookResolver?: HostResolver;
 }
 
 /** Read models: DATABASE_URL, else embedded PGlite under DATA_DIR. */
@@ -105,7 +108,14 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     db.kind === 'pg'
       ? createPgLeases(db, { instanceId, names: Object.values(LEASES), ttlMs: config.leaseTtlMs, log })
       : createLocalLeases({ instanceId, names: Object.values(LEASES) });
-  const webhooks = createWebhookDispatcher({ db, clock, log, config, leases });
+  const webhooks = createWebhookDispatcher({
+    db,
+    clock,
+    log,
+    config,
+    leases,
+    resolve: overrides.webhookResolver,
+  });
   const runner = createProjectionRunner(
     store,
     db,

@@ -3,7 +3,7 @@ import type { Database } from '../db/database';
 import type { Logger } from '../log';
 import { LEASES, type Leases } from '../leases';
 import { SIGNATURE_HEADER, channelSecret, signatureHeader } from './signing';
-import { WebhookTargetError, postWebhook } from './target';
+import { WebhookTargetError, postWebhook, type HostResolver } from './target';
 
 /** Attempts per delivery before it is given up (`failed`). */
 export const MAX_WEBHOOK_ATTEMPTS = 10;
@@ -89,7 +89,15 @@ interface Due {
  * drop the repeat. That is the one case of a second send.
  */
 export function createWebhookDispatcher(
-  deps: { db: Database; clock: () => Date; log: Logger; config: Pick<Config, 'webhooks'>; leases?: Leases },
+  deps: {
+    db: Database;
+    clock: () => Date;
+    log: Logger;
+    config: Pick<Config, 'webhooks'>;
+    leases?: Leases;
+    /** How receivers' host names are resolved (default: DNS through c-ares, see `createHostResolver`). */
+    resolve?: HostResolver;
+  },
   intervalMs = 1000,
 ): WebhookDispatcher {
   let timer: NodeJS.Timeout | null = null;
@@ -128,7 +136,7 @@ export function createWebhookDispatcher(
           'x-coaching-event': 'notification.created',
           [SIGNATURE_HEADER.toLowerCase()]: signatureHeader(secret, timestamp, row.payload),
         },
-        { allowLoopback: deps.config.webhooks.allowLoopback, timeoutMs: TIMEOUT_MS },
+        { allowLoopback: deps.config.webhooks.allowLoopback, timeoutMs: TIMEOUT_MS, resolve: deps.resolve },
       ));
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);

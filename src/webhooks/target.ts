@@ -1,4 +1,4 @@
-import dns from 'node:dns';
+import { Resolver } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -85,31 +85,104 @@ export interface PostResult {
   status: number;
 }
 
+/** A host name's addresses, as `dns.lookup` with `all: true` answers them. */
+export type HostResolver = (hostname: string) => Promise<{ address: string; family: 4 | 6 }[]>;
+
+/** Each DNS query waits this long for an answer, and is sent this many times (per server). */
+const DNS_QUERY_TIMEOUT_MS = 2_000;
+const DNS_TRIES = 2;
+/** A name not resolved within this is a failed attempt (c-ares alone may take longer with several servers). */
+export const DNS_DEADLINE_MS = 5_000;
+
+/** A name under the RFC 6761 `localhost` zone (loopback by definition, never asked of DNS). */
+const isLocalhostName = (host: string) => {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+};
+
+/** An answer that says the name has no address of that family (rather than that asking failed). */
+const noSuchAddress = (err: unknown) =>
+  ['ENODATA', 'ENOTFOUND'].includes((err as NodeJS.ErrnoException).code ?? '');
+
 /**
- * POSTs `body` to `url` with `headers`, answered within `timeoutMs` (connecting, sending and the status line
- * together), and reads nothing of the answer but its status. Rejects on network errors, timeouts and
- * addresses the policy refuses.
+ * Resolves receivers' host names by asking DNS (A and AAAA, through c-ares: `servers`, else those of
+ * /etc/resolv.conf), not with `dns.lookup`: that is getaddrinfo on libuv's 4-thread pool, and a receiver
+ * pointed at a zone that never answers held a thread for the system resolver's whole timeout, so a few
+ * such channels stalled every file read and write of the process (the mail outbox, uploads). c-ares waits
+ * on the event loop; each name gets `deadlineMs` in all. /etc/hosts is not read: `localhost` and the names
+ * under it are loopback (RFC 6761), as there.
+ */
+export function createHostResolver(opts: { servers?: string[]; deadlineMs?: number } = {}): HostResolver {
+  const deadlineMs = opts.deadlineMs ?? DNS_DEADLINE_MS;
+  return async (hostname) => {
+    const literal = net.isIP(hostname);
+    if (literal) return [{ address: hostname, family: literal as 4 | 6 }];
+    if (isLocalhostName(hostname))
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '::1', family: 6 },
+      ];
+    // One resolver per name, so its queries can be cancelled at the deadline without touching others'.
+    const resolver = new Resolver({ timeout: DNS_QUERY_TIMEOUT_MS, tries: DNS_TRIES });
+    if (opts.servers) resolver.setServers(opts.servers);
+    const family = (v: 4 | 6) =>
+      (v === 4 ? resolver.resolve4(hostname) : resolver.resolve6(hostname)).then(
+        (addresses) => addresses.map((address) => ({ address, family: v })),
+        (err: unknown) => (noSuchAddress(err) ? [] : Promise.reject(err)),
+      );
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        resolver.cancel();
+        reject(new Error(`${hostname} did not resolve within ${deadlineMs} ms`));
+      }, deadlineMs);
+    });
+    try {
+      const answers = await Promise.race([Promise.allSettled([family(4), family(6)]), deadline]);
+      const addresses = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : []));
+      // An address of one family is enough when asking for the other failed; both failed is the error.
+      const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+      if (!addresses.length && failed)
+        throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+      return addresses;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+const defaultResolver = createHostResolver();
+
+/**
+ * POSTs `body` to `url` with `headers`, answered within `timeoutMs` (resolving, connecting, sending and the
+ * status line together), and reads nothing of the answer but its status. Rejects on network errors,
+ * timeouts, names that do not resolve (within `resolve`'s own bound) and addresses the policy refuses.
  */
 export function postWebhook(
   url: string,
   body: string,
   headers: Record<string, string>,
-  opts: { allowLoopback: boolean; timeoutMs: number },
+  opts: { allowLoopback: boolean; timeoutMs: number; resolve?: HostResolver },
 ): Promise<PostResult> {
   const problem = webhookUrlProblem(url, opts.allowLoopback);
   if (problem) return Promise.reject(new WebhookTargetError(problem));
   const u = new URL(url);
+  const resolve = opts.resolve ?? defaultResolver;
   // Node 20 connects with happy eyeballs and then asks for every address (`options.all`), trying each: all
   // of them are checked, and the answer takes the form asked for.
-  const lookup: net.LookupFunction = (hostname, options, callback) =>
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      if (!addresses.length) return callback(new Error(`${hostname} has no address`), '', 0);
-      if (!opts.allowLoopback && addresses.some((a) => !isPublicAddress(a.address)))
-        return callback(new WebhookTargetError(`${hostname} resolves to a non-public address`), '', 0);
-      if (options.all) return callback(null, addresses);
-      callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
+  const lookup: net.LookupFunction = (hostname, options, callback) => {
+    resolve(hostname).then(
+      (all) => {
+        const addresses = options.family ? all.filter((a) => a.family === options.family) : all;
+        if (!addresses.length) return callback(new Error(`${hostname} has no address`), '', 0);
+        if (!opts.allowLoopback && all.some((a) => !isPublicAddress(a.address)))
+          return callback(new WebhookTargetError(`${hostname} resolves to a non-public address`), '', 0);
+        if (options.all) return callback(null, addresses);
+        callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), '', 0),
+    );
+  };
   const client = u.protocol === 'https:' ? https : http;
   return new Promise<PostResult>((resolve, reject) => {
     // One deadline for the whole exchange: a receiver trickling its answer a byte at a time is never idle

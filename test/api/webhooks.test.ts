@@ -11,6 +11,8 @@ import { eventually, marketplace } from '../support/marketplace';
 import { switchableDatabase, testDatabase } from '../support/services';
 import { startTestSystem, type TestSystem } from '../support/system';
 import { startHeldReceiver, startWebhookReceiver } from '../support/webhookReceiver';
+import { startFakeDns } from '../support/fakeDns';
+import { createHostResolver } from '../../src/webhooks/target';
 
 let now = new Date('2026-12-01T08:00:00Z');
 let t: TestSystem;
@@ -871,6 +873,60 @@ describe('listing and removing channels', () => {
     await silence();
     expect(receiver.at(path)).toHaveLength(1);
     expect(await row()).toEqual([{ status: 'pending' }]);
+  });
+});
+
+describe('receivers that do not resolve', () => {
+  it('a host name that never resolves is a failed attempt, tried again later: no hang, no error answer', async () => {
+    const blackHole = await startFakeDns({ silent: true });
+    const hole = await startTestSystem({
+      clock: () => now,
+      env: { WEBHOOK_ALLOW_LOOPBACK: 'true' },
+      webhookResolver: createHostResolver({ servers: [blackHole.server], deadlineMs: 500 }),
+    });
+    try {
+      const hm = marketplace(hole);
+      const client = await hm.client();
+      const registered = await hole.request('POST', '/api/v1/notification/channel', {
+        token: client.token,
+        body: { type: 'webhook', address: 'https://hooks.black-hole.example.test/x' },
+      });
+      expect(registered.status).toBe(200);
+      const coach = await hm.coach();
+      const serviceId = await hm.offering(coach);
+      const booked = await hole.request('POST', `/api/v1/service/${serviceId}`, {
+        token: client.token,
+        body: { slots: ['2026-12-02T10:00:00'] },
+      });
+      expect(booked.status).toBe(200);
+      const row = await eventually(
+        async () =>
+          (
+            await hole.system.deps.db.query<{
+              status: string;
+              attempts: number;
+              last_error: string;
+              next_attempt_at: Date;
+            }>(
+              'SELECT status, attempts, last_error, next_attempt_at FROM webhook_deliveries WHERE user_id = $1',
+              [client.id],
+            )
+          ).rows,
+        (r) => r[0]?.attempts === 1,
+      );
+      expect(row).toEqual([
+        {
+          status: 'pending',
+          attempts: 1,
+          last_error: 'hooks.black-hole.example.test did not resolve within 500 ms',
+          next_attempt_at: new Date(now.getTime() + 30_000),
+        },
+      ]);
+      expect(blackHole.state.queries).toBeGreaterThan(0);
+    } finally {
+      await hole.close();
+      await blackHole.close();
+    }
   });
 });
 

@@ -1,10 +1,19 @@
+import dns from 'node:dns';
+import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import dns from 'node:dns/promises';
 import { ConfigError, DEV_WEBHOOK_KEY, loadConfig } from '../../src/config';
 import { channelSecret, signatureHeader, verifySignature } from '../../src/webhooks/signing';
-import { isPublicAddress, postWebhook, webhookUrlProblem } from '../../src/webhooks/target';
+import {
+  createHostResolver,
+  isPublicAddress,
+  postWebhook,
+  webhookUrlProblem,
+} from '../../src/webhooks/target';
+import { startFakeDns } from '../support/fakeDns';
 
 describe('webhook URL policy', () => {
   it('takes https URLs to public hosts, and nothing else unless loopback is allowed', () => {
@@ -59,14 +68,116 @@ describe('webhook URL policy', () => {
       expect({ a, pub: isPublicAddress(a) }).toEqual({ a, pub: false });
   });
 
-  it('refuses at delivery a host name that resolves to a non-public address', async () => {
-    // This machine's own name resolves to a loopback or private address on every host we run on.
-    const host = os.hostname();
-    const { address } = await dns.lookup(host);
-    expect(isPublicAddress(address)).toBe(false);
-    await expect(
-      postWebhook(`https://${host}:1/x`, '{}', {}, { allowLoopback: false, timeoutMs: 1000 }),
-    ).rejects.toThrow(/non-public address/);
+  it('refuses at delivery a host name that resolves to a non-public address (any of its addresses)', async () => {
+    const dnsServer = await startFakeDns({
+      records: {
+        'inside.example.test': { a: ['10.0.0.5'] },
+        'v6inside.example.test': { aaaa: ['fd00::1'] },
+        // One public address is not enough: the connection may use the other.
+        'mixed.example.test': { a: ['93.184.216.34'], aaaa: ['::1'] },
+      },
+    });
+    try {
+      const resolve = createHostResolver({ servers: [dnsServer.server] });
+      for (const host of ['inside.example.test', 'v6inside.example.test', 'mixed.example.test'])
+        await expect(
+          postWebhook(`https://${host}:1/x`, '{}', {}, { allowLoopback: false, timeoutMs: 2000, resolve }),
+        ).rejects.toThrow(/non-public address/);
+      expect(dnsServer.state.queries).toBeGreaterThan(0);
+    } finally {
+      await dnsServer.close();
+    }
+  });
+
+  it('resolves host names by DNS (c-ares), never with getaddrinfo on the thread pool', async () => {
+    const dnsServer = await startFakeDns({ records: { 'receiver.example.test': { a: ['127.0.0.1'] } } });
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const lookup = jest.spyOn(dns, 'lookup');
+    try {
+      const port = (server.address() as net.AddressInfo).port;
+      const resolve = createHostResolver({ servers: [dnsServer.server] });
+      await expect(
+        postWebhook(
+          `http://receiver.example.test:${port}/x`,
+          '{}',
+          {},
+          {
+            allowLoopback: true,
+            timeoutMs: 2000,
+            resolve,
+          },
+        ),
+      ).resolves.toEqual({ status: 200 });
+      // localhost (and names under it) is loopback without asking anyone (RFC 6761), as /etc/hosts has it.
+      const asked = dnsServer.state.queries;
+      await expect(
+        postWebhook(
+          `http://localhost:${port}/x`,
+          '{}',
+          {},
+          { allowLoopback: true, timeoutMs: 2000, resolve },
+        ),
+      ).resolves.toEqual({ status: 200 });
+      expect(dnsServer.state.queries).toBe(asked);
+      expect(lookup).not.toHaveBeenCalled();
+    } finally {
+      lookup.mockRestore();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await dnsServer.close();
+    }
+  });
+
+  it('a name that never resolves fails the attempt within the bound, and holds no thread-pool thread meanwhile', async () => {
+    // A black-hole zone: queries go out and nothing ever answers. getaddrinfo held one of libuv's 4 threads
+    // per lookup for the system resolver's whole timeout, and file I/O (the mail outbox, uploads) waited.
+    const blackHole = await startFakeDns({ silent: true });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhook-dns-'));
+    try {
+      const resolve = createHostResolver({ servers: [blackHole.server], deadlineMs: 3000 });
+      const started = Date.now();
+      let settled = 0;
+      const attempts = Array.from({ length: 8 }, (_, i) =>
+        postWebhook(
+          `https://sink${i}.black-hole.example.test/x`,
+          '{}',
+          {},
+          { allowLoopback: false, timeoutMs: 10_000, resolve },
+        )
+          .then(
+            () => 'delivered',
+            (err: Error) => err.message,
+          )
+          .finally(() => settled++),
+      );
+      // Every name asked (A and AAAA each), none answered.
+      while (blackHole.state.queries < 16 && Date.now() - started < 2000)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(blackHole.state.queries).toBeGreaterThanOrEqual(16);
+      // File I/O goes through the thread pool: it completes at once while the 8 names hang (getaddrinfo
+      // would have held all 4 threads for the system resolver's timeout, seconds).
+      const io = Date.now();
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => {
+          const file = path.join(dir, `f${i}`);
+          await fs.promises.writeFile(file, 'x');
+          await fs.promises.readFile(file);
+        }),
+      );
+      const ioMs = Date.now() - io;
+      expect(settled).toBe(0); // the I/O ran while every lookup was still hanging
+      expect(ioMs).toBeLessThan(1000);
+      const outcomes = await Promise.all(attempts);
+      expect(Date.now() - started).toBeLessThan(6000);
+      for (const o of outcomes) expect(o).toMatch(/did not resolve within 3000 ms/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await blackHole.close();
+    }
   });
 
   it('takes a 101 answer as an answer (not 2xx), and never waits past its deadline', async () => {
