@@ -1,16 +1,24 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
+import { handleCommand } from '../../src/commandHandler';
+import type { EventMetadata } from '../../src/eventstore/types';
 import { requireRole } from '../../src/http/auth';
-import { runCommand } from '../../src/http/command';
+import { metadataOf, runCommand } from '../../src/http/command';
 import { busy, HttpError, notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
 import { decode } from '../../src/http/validation';
 import { paymentNotFound, toPaymentOut } from '../../src/resources/payment';
 import { PaymentIdPath, PaymentUpdateBody, UserIdPath } from './codecs';
 import { paymentDecider, type ExpectedPayment, type PaymentCommand } from './decider';
-import { paymentStream } from './events';
+import { paymentStream, type PaymentStatusChanged } from './events';
 import { newestOpenPayment } from './newestOpen';
+import { cancelsBooking } from './transitions';
+import { booking } from '../booking/decider';
+import { bookingStream, type SessionCanceled } from '../booking/events';
+import { calendar } from '../calendar/decider';
+import { calendarStream } from '../calendar/events';
+import { SYSTEM_ACTOR } from '../../src/paymentExpirySweeper';
 
 /** The read models a payment command changes: a later GET (or endpoint 17) sees the write. */
 const PAYMENT_READ_MODELS = ['payments', 'payment_history', 'payment_expiry'];
@@ -27,8 +35,65 @@ export function paymentCommands(deps: AppDeps): Router {
   const router = new Router();
   const service = requireRole('service');
 
+  /**
+   * The booking side of a payment canceled (or deleted unpaid): its open sessions canceled and their slots
+   * freed now, before the answer, as the booking process does a moment later (it then finds nothing left
+   * to do), so the caller's next reads (the session, the lists, availability), on any instance, show it.
+   * Recorded as the system's follow-up of the payment's move, as the booking process records it. A failure
+   * is left to the booking process: the payment's move is stored already.
+   */
+  const cancelBooking = async (ctx: Context, moved: PaymentStatusChanged['data'], causationId?: string) => {
+    const { requestId, correlationId } = metadataOf(ctx);
+    const metadata = (cause?: string): EventMetadata => ({
+      requestId,
+      correlationId,
+      ...(cause ? { causationId: cause } : {}),
+      actor: SYSTEM_ACTOR,
+    });
+    const now = deps.clock().toISOString();
+    try {
+      const canceled = await handleCommand(
+        deps.store,
+        bookingStream(moved.groupId),
+        booking,
+        { type: 'CancelGroup', reason: `payment_${moved.to}`, now },
+        metadata(causationId),
+        50,
+      );
+      if (!canceled.ok) return; // a payment without a booking has nothing to cancel
+      let position = canceled.position ?? canceled.observed;
+      // Each session's slot, as the booking process frees it: in the session's cancellation's name.
+      for (const [i, e] of canceled.events.entries()) {
+        const { sessionId } = (e as SessionCanceled).data;
+        const released = await handleCommand(
+          deps.store,
+          calendarStream(canceled.state.coachId),
+          calendar,
+          {
+            type: 'ReleaseSlots',
+            coachId: canceled.state.coachId,
+            groupId: moved.groupId,
+            sessionIds: [sessionId],
+            reason: 'canceled',
+            now,
+          },
+          metadata(canceled.eventIds[i]),
+          50,
+        );
+        if (released.ok) position = released.position ?? released.observed ?? position;
+      }
+      if (position)
+        await deps.runner.waitFor(position, deps.config.consistencyWaitMs, ['sessions', 'calendar']);
+    } catch (err) {
+      deps.log.warn('sessions of a canceled payment left to the booking process', {
+        paymentId: moved.paymentId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  };
+
   const run = async (ctx: Context, paymentId: string, command: PaymentCommand) => {
-    const { state } = await runCommand(
+    const { events, eventIds, state } = await runCommand(
       deps,
       ctx,
       paymentStream(paymentId),
@@ -38,6 +103,12 @@ export function paymentCommands(deps: AppDeps): Router {
     );
     // A duplicate or stale provider event decides nothing; the answer is then the unchanged payment.
     if (!state.payment) throw paymentNotFound();
+    const at = events.findIndex(
+      (e) =>
+        e.type === 'PaymentStatusChanged' &&
+        cancelsBooking((e as PaymentStatusChanged).data.from, (e as PaymentStatusChanged).data.to),
+    );
+    if (at >= 0) await cancelBooking(ctx, (events[at] as PaymentStatusChanged).data, eventIds[at]);
     return toPaymentOut(state.payment);
   };
 

@@ -33,6 +33,10 @@ export const paidAtSession = (method: string): boolean => method === 'cash';
 /** Not received yet. */
 export const UNPAID_STATUSES: readonly PaymentStatus[] = ['awaiting', 'checkout', 'review', 'failed'];
 
+/** A payment move that cancels its booking's open sessions: canceled, or deleted while unpaid. */
+export const cancelsBooking = (from: PaymentStatus, to: PaymentStatus): boolean =>
+  to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
+
 /**
  * Unpaid with no money in flight: these expire at `expiresAt`. A payment in checkout or review is the
  * provider's to settle (its outcome arrives as an update); canceling it under the provider could take a

@@ -354,6 +354,37 @@ describe('bookings follow their payment, and heal after a crash', () => {
     ).toContain(SLOT);
   });
 
+  it("a payment's cancel (16), or its move to canceled or deleted (15, 17), answers once its sessions are canceled and their slots free", async () => {
+    const service = t.token(randomUUID(), ['service']);
+    const moves: [string, (p: { paymentId: string }, clientId: string) => [string, unknown?]][] = [
+      ['16', (p) => [`/api/v1/payment/private/payment/${p.paymentId}/cancel`]],
+      ['15', (p) => [`/api/v1/payment/private/payment/${p.paymentId}/update`, { status: 'canceled' }]],
+      ['17', (_p, clientId) => [`/api/v1/payment/private/user/${clientId}/update`, { status: 'deleted' }]],
+    ];
+    const seen: Record<string, unknown> = {};
+    for (const [endpoint, request] of moves) {
+      const { client, serviceId, session } = await booked();
+      const [path, body] = request(session, client.id);
+      expect((await t.request('POST', path, { token: service, body })).status).toBe(200);
+      // The very next reads, no waiting: the session, the client's list, the slot.
+      const read = await sessionAs(client.token, session.id);
+      const listed = (await t.request('GET', '/api/v1/sessions', { token: client.token })).body;
+      seen[endpoint] = {
+        state: read.state,
+        paymentState: read.paymentState,
+        listed: listed.map((x: { state: string }) => x.state),
+        free: (await freeSlots(serviceId)).includes(SLOT),
+      };
+    }
+    const expected = (paymentState: string) => ({
+      state: 'canceled',
+      paymentState,
+      listed: ['canceled'],
+      free: true,
+    });
+    expect(seen).toEqual({ 16: expected('canceled'), 15: expected('canceled'), 17: expected('deleted') });
+  });
+
   it('an unpaid booking past its payment expiry is canceled by the system and its slot comes back', async () => {
     const { client, serviceId, session } = await booked();
     clock.set('2026-12-02T08:30:00Z'); // past paymentExpiresAt (one hour before the 09:00 UTC start)
