@@ -5,7 +5,7 @@ import { calendar } from '../commands/calendar/decider';
 import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
 import { paymentStream, type PaymentStatus, type PaymentStatusChanged } from '../commands/payments/events';
 import { paymentDecider } from '../commands/payments/decider';
-import { UNPAID_STATUSES } from '../commands/payments/transitions';
+import { cancelsBooking } from '../commands/payments/transitions';
 import { handleCommand, readState } from '../src/commandHandler';
 import {
   writtenWith,
@@ -17,10 +17,6 @@ import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
 
 export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
-
-/** A payment move that cancels its booking's open sessions: canceled, or deleted while unpaid. */
-const cancelsBooking = (from: PaymentStatus, to: PaymentStatus) =>
-  to === 'canceled' || (to === 'deleted' && UNPAID_STATUSES.includes(from));
 
 /** The move of a payment stream that canceled its booking, if any (canceled or deleted never reopen). */
 const bookingCancelingMove = ({ events }: { events: RecordedEvent[] }) =>

@@ -110,7 +110,6 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
       : createLocalLeases({ instanceId, names: Object.values(LEASES) });
   const webhooks = createWebhookDispatcher({
     db,
-    store,
     clock,
     log,
     config,

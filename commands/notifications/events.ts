@@ -31,14 +31,10 @@ export type NotificationChannelRegistered = DomainEvent<
   { userId: string; channelId: string; type: ChannelType; address: string; at: string }
 >;
 
-/**
- * The channel was removed: nothing more goes to it, and its queued webhook deliveries are dropped. By the
- * user, or (`reason: 'receiver_gone'`) by the service when its webhook receiver answered 410 Gone to the
- * delivery `deliveryId`.
- */
+/** The user removed a channel: nothing more goes to it, and its queued webhook deliveries are dropped. */
 export type NotificationChannelRemoved = DomainEvent<
   'NotificationChannelRemoved',
-  { userId: string; channelId: string; at: string; reason?: 'receiver_gone'; deliveryId?: string }
+  { userId: string; channelId: string; at: string }
 >;
 
 export type NotificationEvent =
