@@ -110,6 +110,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
       : createLocalLeases({ instanceId, names: Object.values(LEASES) });
   const webhooks = createWebhookDispatcher({
     db,
+    store,
     clock,
     log,
     config,

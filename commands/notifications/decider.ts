@@ -40,7 +40,17 @@ export type NotificationCommand =
       address: string;
       now: string;
     }
-  | { type: 'RemoveChannel'; userId: string; channelId: string; now: string };
+  | {
+      type: 'RemoveChannel';
+      userId: string;
+      channelId: string;
+      now: string;
+      /**
+       * The service removes it: its receiver answered 410 Gone to this delivery, and the owner is told with
+       * this notification (recorded with the removal, so one is never without the other).
+       */
+      gone?: { deliveryId: string; notice: NotificationFields };
+    };
 
 /** Every id must be one of the user's notifications; none is touched otherwise. */
 const unknownIds = (state: Inbox, ids: string[]) => ids.filter((id) => !state.notifications.has(id));
@@ -171,14 +181,22 @@ export const inbox: Decider<NotificationCommand, NotificationEvent, Inbox> = {
       }
       case 'RemoveChannel': {
         const id = command.channelId.toLowerCase();
-        // Unknown, another user's, or removed before: the same answer, so ids of others are not probed.
+        const { gone } = command;
+        // Unknown, another user's, or removed before: the same answer, so ids of others are not probed. A
+        // receiver found gone again (a delivery claimed before the removal) has nothing left to remove.
         if (!state.channels.some((c) => c.id === id))
-          return left({ code: 'channel_not_found', message: 'no such channel of yours' });
+          return gone ? right([]) : left({ code: 'channel_not_found', message: 'no such channel of yours' });
+        const data = { userId: command.userId, channelId: id, at: command.now };
+        if (!gone) return right([{ type: 'NotificationChannelRemoved', data }]);
         return right([
           {
             type: 'NotificationChannelRemoved',
-            data: { userId: command.userId, channelId: id, at: command.now },
+            data: { ...data, reason: 'receiver_gone', deliveryId: gone.deliveryId },
           },
+          ...(state.causes.has(gone.notice.causationEventId) ||
+          state.notifications.has(gone.notice.notificationId)
+            ? []
+            : [{ type: 'NotificationCreated' as const, data: gone.notice }]),
         ]);
       }
       default:

@@ -31,10 +31,14 @@ export type NotificationChannelRegistered = DomainEvent<
   { userId: string; channelId: string; type: ChannelType; address: string; at: string }
 >;
 
-/** The user removed a channel: nothing more goes to it, and its queued webhook deliveries are dropped. */
+/**
+ * The channel was removed: nothing more goes to it, and its queued webhook deliveries are dropped. By the
+ * user, or (`reason: 'receiver_gone'`) by the service when its webhook receiver answered 410 Gone to the
+ * delivery `deliveryId`.
+ */
 export type NotificationChannelRemoved = DomainEvent<
   'NotificationChannelRemoved',
-  { userId: string; channelId: string; at: string }
+  { userId: string; channelId: string; at: string; reason?: 'receiver_gone'; deliveryId?: string }
 >;
 
 export type NotificationEvent =

@@ -1,7 +1,9 @@
 import type { Config } from '../config';
 import type { Database } from '../db/database';
 import type { Logger } from '../log';
+import type { EventStore } from '../eventstore/types';
 import { LEASES, type Leases } from '../leases';
+import { removeGoneChannel } from './goneChannel';
 import { SIGNATURE_HEADER, channelSecret, signatureHeader } from './signing';
 import { WebhookTargetError, postWebhook, type HostResolver } from './target';
 
@@ -91,6 +93,8 @@ interface Due {
 export function createWebhookDispatcher(
   deps: {
     db: Database;
+    /** Where a channel whose receiver is gone (410) is removed. */
+    store: EventStore;
     clock: () => Date;
     log: Logger;
     config: Pick<Config, 'webhooks'>;
@@ -144,7 +148,9 @@ export function createWebhookDispatcher(
     }
     const ok = status !== null && status >= 200 && status < 300;
     if (!ok && !error) error = `answered ${status}`;
-    const giveUp = !ok && (permanent || n >= MAX_WEBHOOK_ATTEMPTS);
+    // 410 Gone: the receiver says it is gone for good. Not tried again, and its channel is removed (below).
+    const gone = status === 410;
+    const giveUp = !ok && (permanent || gone || n >= MAX_WEBHOOK_ATTEMPTS);
     const durationMs = Date.now() - started;
     const record = () =>
       deps.db.transaction(async (tx) => {
@@ -192,6 +198,7 @@ export function createWebhookDispatcher(
         await new Promise((r) => setTimeout(r, wait));
       }
     }
+    if (gone) await removeGone(row, now);
     if (!ok)
       deps.log[giveUp ? 'error' : 'warn'](
         giveUp ? 'webhook delivery given up' : 'webhook delivery deferred',
@@ -202,6 +209,32 @@ export function createWebhookDispatcher(
         },
       );
     return ok;
+  };
+
+  /**
+   * After the 410 is recorded: a removal that fails (the event store away) is logged, and the channel's next
+   * delivery, answered 410 again, removes it.
+   */
+  const removeGone = async (row: Due, now: Date) => {
+    try {
+      const removed = await removeGoneChannel(deps.store, {
+        userId: row.user_id,
+        channelId: row.channel_id,
+        deliveryId: row.id,
+        at: now.toISOString(),
+      });
+      if (removed)
+        deps.log.warn('webhook receiver answered 410 Gone: channel removed', {
+          deliveryId: row.id,
+          channelId: row.channel_id,
+        });
+    } catch (err) {
+      deps.log.warn('webhook receiver answered 410 Gone; its channel is not removed yet', {
+        deliveryId: row.id,
+        channelId: row.channel_id,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
   };
 
   /**

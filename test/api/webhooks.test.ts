@@ -876,7 +876,69 @@ describe('listing and removing channels', () => {
   });
 });
 
-describe('receivers that do not resolve', () => {
+describe('receivers that are gone or do not resolve', () => {
+  it('a receiver answering 410 Gone is not tried again and its channel is removed, once; its owner is told in the app', async () => {
+    const client = await m.client();
+    const gonePath = `/hooks/${randomUUID()}`;
+    receiver.script(gonePath, [410]);
+    const gone = await registerHook(client.token, gonePath);
+    const otherPath = `/hooks/${randomUUID()}`;
+    const other = await registerHook(client.token, otherPath);
+    await book(client);
+    await hooksAt(gonePath, 1);
+    const { db, store } = t.system.deps;
+    const rows = async () =>
+      (
+        await db.query<{ status: string; attempts: number; last_status_code: number; next_attempt_at: Date }>(
+          `SELECT status, attempts, last_status_code, next_attempt_at FROM webhook_deliveries
+            WHERE channel_id = $1`,
+          [gone.id],
+        )
+      ).rows;
+    expect(await eventually(rows, (r) => r[0]?.status === 'failed')).toEqual([
+      { status: 'failed', attempts: 1, last_status_code: 410, next_attempt_at: null },
+    ]);
+    // The owner's list no longer has it, and the owner's inbox says why (its other webhooks get that too).
+    const channels = await eventually(
+      async () => (await t.request('GET', '/api/v1/notification/channel', { token: client.token })).body,
+      (l) => l.length === 1,
+    );
+    expect(channels).toEqual([expect.objectContaining({ id: other.id })]);
+    const inbox = await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: client.token })).body,
+      (l) => l.some((n: { type: string }) => n.type === 'webhook_removed'),
+    );
+    expect(inbox.filter((n: { type: string }) => n.type === 'webhook_removed')).toEqual([
+      expect.objectContaining({
+        contentType: 'notification_channel',
+        contentId: gone.id,
+        code: 7,
+        unread: true,
+        message: expect.stringContaining('410 Gone'),
+      }),
+    ]);
+    const toOther = await hooksAt(otherPath, 2);
+    expect(toOther.map((h) => JSON.parse(h.body).data.notification.type)).toContain('webhook_removed');
+
+    // Nothing more goes to it: no retry, and no later notification.
+    now = new Date(now.getTime() + 3_600_000);
+    await t.system.deliverWebhooks();
+    await book(client, '2026-12-04T10:00:00');
+    await hooksAt(otherPath, 3);
+    await silence();
+    expect(receiver.at(gonePath)).toHaveLength(1);
+    // Removed once, by the system, naming the delivery that found it gone: a second 410 (a delivery claimed
+    // before the removal) finds no channel and appends nothing.
+    const log = (await store.readStream(`notifications-${client.id}`)).events;
+    const removals = log.filter((e) => e.type === 'NotificationChannelRemoved');
+    expect(removals).toHaveLength(1);
+    expect(removals[0]!.data).toMatchObject({ channelId: gone.id, reason: 'receiver_gone' });
+    expect(removals[0]!.metadata.actor).toMatchObject({ role: 'system' });
+    // Registering the URL again makes a new channel that is delivered to as any other.
+    const back = await registerHook(client.token, gonePath);
+    expect(back.id).not.toBe(gone.id);
+  });
+
   it('a host name that never resolves is a failed attempt, tried again later: no hang, no error answer', async () => {
     const blackHole = await startFakeDns({ silent: true });
     const hole = await startTestSystem({

@@ -170,6 +170,42 @@ describe('inbox decider', () => {
     });
     expect(isRight(again) && again.right[0]?.type).toBe('NotificationChannelRegistered');
   });
+
+  it('removes a channel whose receiver is gone with its notice, once; a second 410 removes nothing', () => {
+    const channelId = randomUUID();
+    const deliveryId = randomUUID();
+    const registered = [
+      {
+        type: 'NotificationChannelRegistered' as const,
+        data: { userId, channelId, type: 'webhook' as const, address: 'https://example.com/hook', at: NOW },
+      },
+    ];
+    const notice = fields({ type: 'webhook_removed', contentId: channelId, causationEventId: deliveryId });
+    const gone: NotificationCommand = {
+      type: 'RemoveChannel',
+      userId,
+      channelId,
+      now: NOW,
+      gone: { deliveryId, notice },
+    };
+    const removed = given(registered, gone);
+    expect(removed).toEqual({
+      _tag: 'Right',
+      right: [
+        {
+          type: 'NotificationChannelRemoved',
+          data: { userId, channelId, at: NOW, reason: 'receiver_gone', deliveryId },
+        },
+        { type: 'NotificationCreated', data: notice },
+      ],
+    });
+    const after = [...registered, ...(isRight(removed) ? removed.right : [])];
+    // Another delivery claimed before the removal answered 410 too: nothing to do, and not an error.
+    expect(given(after, { ...gone, gone: { deliveryId: randomUUID(), notice } })).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+  });
 });
 
 describe('e-mail request decider', () => {
