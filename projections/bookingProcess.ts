@@ -2,7 +2,7 @@ import { completeBooking } from '../commands/booking/complete';
 import { booking, type Booking } from '../commands/booking/decider';
 import { bookingStream, type SessionCanceled, type SessionDeclined } from '../commands/booking/events';
 import { calendar } from '../commands/calendar/decider';
-import { calendarStream, type SlotsReserved } from '../commands/calendar/events';
+import { calendarStream, type SlotMoved, type SlotsReserved } from '../commands/calendar/events';
 import { paymentStream, type PaymentStatus, type PaymentStatusChanged } from '../commands/payments/events';
 import { paymentDecider } from '../commands/payments/decider';
 import { cancelsBooking } from '../commands/payments/transitions';
@@ -41,6 +41,8 @@ const statusOf = ({ events }: { events: RecordedEvent[] }): PaymentStatus | null
  * Process manager of bookings. Every step is idempotent (streams created only if absent, releases and
  * cancellations decide nothing when already done), so a replay or a crash between steps heals:
  * - a hold (SlotsReserved) gets its sessions and payment, even if the booking request died after holding;
+ * - a moved hold (SlotMoved, a reschedule) gets its booking's SessionRescheduled, once per move, even if the
+ *   request died after moving it (EventStoreDB; on the SQL stores both are one transaction);
  * - a declined or canceled session gives its slot back, and when it was the booking's last one, the
  *   payment follows: canceled if unpaid, refunded if received, left to the provider while in checkout
  *   (its outcome then settles it: received is refunded, failed canceled);
@@ -93,12 +95,12 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
   return {
     name: 'booking-process',
     lease: LEASES.bookingProcess,
-    handles: ['SlotsReserved', 'SessionDeclined', 'SessionCanceled', 'PaymentStatusChanged'],
+    handles: ['SlotsReserved', 'SlotMoved', 'SessionDeclined', 'SessionCanceled', 'PaymentStatusChanged'],
     async react(recorded) {
       const metadata = metadataFor(recorded);
       const now = clock().toISOString();
       const event = { type: recorded.type, data: recorded.data } as
-        SlotsReserved | SessionDeclined | SessionCanceled | PaymentStatusChanged;
+        SlotsReserved | SlotMoved | SessionDeclined | SessionCanceled | PaymentStatusChanged;
       /** A booking with no session left keeps no money: its payment is canceled, or refunded if paid. */
       const settleCanceled = (paymentId: string) =>
         handleCommand(
@@ -144,6 +146,30 @@ export function bookingProcess(store: EventStore, clock: () => Date): Projection
               );
           }
           return;
+        case 'SlotMoved': {
+          // A reschedule's hold moved, its booking event written with it (SQL stores) or by the request
+          // just after (EventStoreDB): written here when that request died in between, once per move, with
+          // the mover as its actor. A session declined or canceled since has its hold released: nothing.
+          if (writtenWith(recorded, bookingStream(event.data.groupId))) return;
+          const d = event.data;
+          await handleCommand(
+            store,
+            bookingStream(d.groupId),
+            booking,
+            {
+              type: 'RecordMove',
+              sessionId: d.sessionId,
+              from: d.from,
+              to: d.to,
+              by: d.by,
+              moveId: d.moveId,
+              now: d.movedAt,
+            },
+            holdPartsMetadata(recorded),
+            50,
+          );
+          return;
+        }
         case 'SessionDeclined':
         case 'SessionCanceled': {
           const { coachId, groupId, sessionId } = event.data;

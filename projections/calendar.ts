@@ -14,6 +14,7 @@ const SET_SCHEDULE = bumped(
   'calendar',
 );
 const RELEASE = bumped('DELETE FROM slot_holds WHERE session_id = ANY($1::uuid[])', 'calendar');
+const MOVE = bumped('UPDATE slot_holds SET starts_at = $2, ends_at = $3 WHERE session_id = $1', 'calendar');
 const INSERT_HOLD = `INSERT INTO slot_holds (session_id, group_id, coach_id, service_id, client_id, starts_at, ends_at,
    travel_minutes, place, shared)
  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
@@ -22,7 +23,7 @@ const INSERT_HOLD_BUMPED = bumped(INSERT_HOLD, 'calendar');
 /** Read models `coach_calendars` (schedule) and `slot_holds` (active holds), for availability queries. */
 export const calendarProjection: Projection = {
   name: 'calendar',
-  handles: ['ScheduleSet', 'SlotsReserved', 'SlotsReleased'],
+  handles: ['ScheduleSet', 'SlotsReserved', 'SlotsReleased', 'SlotMoved'],
   async apply(tx, recorded) {
     const event = { type: recorded.type, data: recorded.data } as CalendarEvent;
     switch (event.type) {
@@ -55,6 +56,12 @@ export const calendarProjection: Projection = {
       case 'SlotsReleased':
         await tx.query(RELEASE, [event.data.sessionIds, [userScope(event.data.coachId)]]);
         return;
+      case 'SlotMoved': {
+        // The old time is free and the new one taken in the same statement (a released hold has no row).
+        const d = event.data;
+        await tx.query(MOVE, [d.sessionId, d.to.startsAt, d.to.endsAt, [userScope(d.coachId)]]);
+        return;
+      }
       default:
         assertNever(event);
     }

@@ -1,3 +1,5 @@
+import { DateTime } from 'luxon';
+import { zoneOf } from '../commands/calendar/zones';
 import { loadBooking } from '../commands/booking/lookups';
 import { loadProfile } from '../commands/users/profile';
 import type { BookingEvent } from '../commands/booking/events';
@@ -16,6 +18,10 @@ import { deliveries } from '../src/mail/delivery';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
+
+/** An instant as a local date-time label of `zone` (the e-mails' "2026-12-02 10:00 (Europe/Berlin)"). */
+const localSlot = (instant: string, zone: string) =>
+  DateTime.fromISO(instant, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss");
 
 interface Delivery {
   recipient: string;
@@ -77,7 +83,11 @@ export function emailProcess(deps: {
           role: n.role,
           recipientName: profile.firstName,
           ...(booking ? { serviceName: booking.terms.serviceName, timezone: booking.timezone } : {}),
-          slots: slotsOf(booking, n.sessionIds),
+          // A move names both times, as they are in the booking's zone (not the booking's times as they are
+          // when this runs: a replay after a later move still names this one).
+          slots:
+            n.moved && booking ? [localSlot(n.moved.to, booking.timezone)] : slotsOf(booking, n.sessionIds),
+          ...(n.moved && booking ? { previousSlot: localSlot(n.moved.from, booking.timezone) } : {}),
           ...(n.reason ? { reason: n.reason } : {}),
           ...(n.by ? { by: n.by } : {}),
         },

@@ -33,6 +33,11 @@ const SET_STATE = bumpedRows(
   'client_id',
   'sessions',
 );
+const RESCHEDULE = bumpedRows(
+  'UPDATE sessions SET starts_at = $2, ends_at = $3, slot = $4, state = $5, updated_at = $6 WHERE id = $1',
+  'client_id',
+  'sessions',
+);
 const SET_PAYMENT_STATE = bumpedRows(
   'UPDATE sessions SET payment_state = $2, updated_at = $3 WHERE payment_id = $1',
   'client_id',
@@ -46,6 +51,7 @@ export const sessionsProjection: Projection = {
     'SessionsBooked',
     ...Object.keys(STATE_OF),
     'SessionReviewed',
+    'SessionRescheduled',
     'PaymentCreated',
     'PaymentStatusChanged',
   ],
@@ -87,6 +93,11 @@ export const sessionsProjection: Projection = {
           at,
         ]);
         return;
+      case 'SessionRescheduled': {
+        const d = event.data;
+        await tx.query(RESCHEDULE, [d.sessionId, d.to.startsAt, d.to.endsAt, d.to.slot, d.state, at]);
+        return;
+      }
       case 'PaymentCreated':
         // A booking's sessions are written before its payment, as `awaiting`; a free booking's payment is
         // created received (commands/payments/transitions.ts, initialStatus). Nothing to write otherwise.

@@ -126,7 +126,9 @@ export function sessionQueries(deps: AppDeps): Router {
     let last: (typeof upTo)[number] | undefined;
     for (const e of upTo) {
       if (!concerns(e)) continue;
-      stateAt = STATES[e.type] ?? stateAt;
+      // A move records the state it leaves the session in (a client's move of an approved one: new).
+      stateAt =
+        e.type === 'SessionRescheduled' ? (e.data as { state: string }).state : (STATES[e.type] ?? stateAt);
       last = e;
     }
     ctx.body = {

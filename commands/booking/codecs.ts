@@ -74,6 +74,8 @@ export type BookingBody = t.TypeOf<typeof BookingBody>;
 
 // Optional fields sent as `null` are read as not sent, as in the booking body.
 export const ReasonBody = strict({}, { reason: orNull(boundedString(1000)) }, 'ReasonIn');
+/** A reschedule: the new local date-time, by the rules of a booking's `slots` element. */
+export const RescheduleBody = strict({ slot: LocalDateTime }, {}, 'RescheduleIn');
 export const DisputeBody = strict({ reason: requiredText(2000) }, {}, 'DisputeIn');
 export const ReviewBody = strict(
   { rating: intIn(1, 5, 'rating') },

@@ -1,7 +1,7 @@
 import { left, right } from 'fp-ts/Either';
 import { assertNever, type Decider, type DomainError } from '../../src/decider';
 import type { BookingTerms } from '../calendar/events';
-import type { BookingEvent, SessionState } from './events';
+import type { BookingEvent, SessionRescheduled, SessionState, SessionTime } from './events';
 
 export interface SessionView {
   state: SessionState;
@@ -17,6 +17,8 @@ export interface SessionView {
    * expiry are the package's). Absent for the sessions of the booking's first SessionsBooked (`Booking.terms`).
    */
   terms?: BookingTerms;
+  /** The calendar moves (`SlotMoved.moveId`) the session's times come from: each is recorded once. */
+  moves?: readonly string[];
 }
 
 export interface Booking {
@@ -49,7 +51,22 @@ export type BookingCommand =
   | { type: 'CancelGroup'; reason: string; now: string; sessionIds?: string[] }
   | { type: 'Complete'; sessionId: string; by: By; now: string }
   | { type: 'Dispute'; sessionId: string; by: By; reason: string; now: string }
-  | { type: 'Review'; sessionId: string; by: By; rating: number; comment: string; now: string };
+  | { type: 'Review'; sessionId: string; by: By; rating: number; comment: string; now: string }
+  /** The session's client or coach moves it to `to`, the time the calendar moved its hold to (`moveId`). */
+  | { type: 'Reschedule'; sessionId: string; by: By; to: SessionTime; moveId: string; now: string }
+  /**
+   * The system records a calendar move whose booking event is missing (the booking process, on a store
+   * without multi-stream transactions): once per `moveId`, while the session is open and still at `from`.
+   */
+  | {
+      type: 'RecordMove';
+      sessionId: string;
+      from: SessionTime;
+      to: SessionTime;
+      by: 'client' | 'coach';
+      moveId: string;
+      now: string;
+    };
 
 /**
  * A client may dispute a completed session for this long after its end, or after its completion when the coach
@@ -66,6 +83,57 @@ const forbidden = (who: string): DomainError => ({
   code: 'forbidden',
   message: `only the session's ${who} may do this`,
 });
+
+/**
+ * Whether `by` may move the session now (checked before the calendar is asked, and again when deciding):
+ * its client or coach, while `new` or `approved` and before its start; a client only up to the service's
+ * cancellation hours before the current start, as for a cancellation.
+ */
+export function refuseReschedule(state: Booking, sessionId: string, by: By, now: string): DomainError | null {
+  const session = state.sessions.get(sessionId);
+  const isCoach = by.userId === state.coachId;
+  const isClient = by.userId === state.clientId;
+  if (!state.groupId || !session || !(isCoach || isClient)) return notFound;
+  if (session.state !== 'new' && session.state !== 'approved') return invalid(session.state, 'rescheduled');
+  const at = Date.parse(now);
+  if (at >= Date.parse(session.startsAt))
+    return { code: 'invalid_transition', message: 'the session has started' };
+  if (isClient && at > Date.parse(session.startsAt) - state.cancellationHours * 3_600_000)
+    return {
+      code: 'cancellation_window_passed',
+      message: `a client may reschedule up to ${state.cancellationHours} hours before the start`,
+    };
+  return null;
+}
+
+/** The booking's record of a move: a client's move of an approved session asks the coach again. */
+function rescheduled(
+  state: Booking,
+  sessionId: string,
+  by: 'client' | 'coach',
+  from: SessionTime,
+  to: SessionTime,
+  moveId: string,
+  at: string,
+): SessionRescheduled {
+  const session = state.sessions.get(sessionId)!;
+  return {
+    type: 'SessionRescheduled',
+    data: {
+      groupId: state.groupId!,
+      sessionId,
+      coachId: state.coachId,
+      clientId: state.clientId,
+      serviceId: state.serviceId,
+      from,
+      to,
+      by,
+      state: by === 'client' ? 'new' : (session.state as 'new' | 'approved'),
+      moveId,
+      at,
+    },
+  };
+}
 
 export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
   initialState: () => ({
@@ -133,6 +201,17 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
         return set(event.data.sessionId, { state: 'disputed' });
       case 'SessionReviewed':
         return set(event.data.sessionId, { reviewed: true });
+      case 'SessionRescheduled': {
+        const d = event.data;
+        const before = state.sessions.get(d.sessionId);
+        return set(d.sessionId, {
+          state: d.state,
+          startsAt: d.to.startsAt,
+          endsAt: d.to.endsAt,
+          slot: d.to.slot,
+          moves: [...(before?.moves ?? []), d.moveId],
+        });
+      }
       default:
         return assertNever(event);
     }
@@ -163,6 +242,25 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
             }) as const,
         ),
       );
+    }
+
+    if (command.type === 'RecordMove') {
+      const s = state.sessions.get(command.sessionId);
+      // Recorded already, or the session changed since (declined, canceled: its hold is released): nothing.
+      if (!s || s.moves?.includes(command.moveId)) return right([]);
+      if ((s.state !== 'new' && s.state !== 'approved') || s.startsAt !== command.from.startsAt)
+        return right([]);
+      return right([
+        rescheduled(
+          state,
+          command.sessionId,
+          command.by,
+          command.from,
+          command.to,
+          command.moveId,
+          command.now,
+        ),
+      ]);
     }
 
     const session = state.sessions.get(command.sessionId);
@@ -250,6 +348,17 @@ export const booking: Decider<BookingCommand, BookingEvent, Booking> = {
             data: { ...base, rating: command.rating, comment: command.comment, reviewedAt: command.now },
           },
         ]);
+      case 'Reschedule': {
+        const refused = refuseReschedule(state, command.sessionId, command.by, command.now);
+        if (refused) return left(refused);
+        if (command.to.startsAt === session.startsAt)
+          return left({ code: 'invalid_transition', message: `the session is at ${session.slot} already` });
+        const from = { startsAt: session.startsAt, endsAt: session.endsAt, slot: session.slot };
+        const by = isCoach ? 'coach' : 'client';
+        return right([
+          rescheduled(state, command.sessionId, by, from, command.to, command.moveId, command.now),
+        ]);
+      }
       default:
         return assertNever(command);
     }

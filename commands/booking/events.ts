@@ -42,8 +42,33 @@ export type SessionReviewed = DomainEvent<
   SessionRef & { rating: number; comment: string; reviewedAt: string }
 >;
 
+/** A session's time as held: UTC instants and the local label in the booking's zone. */
+export interface SessionTime {
+  startsAt: string;
+  endsAt: string;
+  slot: string;
+}
+
+/**
+ * A session moved to another time (same session, payment, price and place). `moveId` is the calendar's
+ * `SlotMoved.moveId`: the booking records each move of the hold once. `state` is the session's state after
+ * the move (an approved session moved by its client is `new` again).
+ */
+export type SessionRescheduled = DomainEvent<
+  'SessionRescheduled',
+  SessionRef & {
+    from: SessionTime;
+    to: SessionTime;
+    by: 'client' | 'coach';
+    state: 'new' | 'approved';
+    moveId: string;
+    at: string;
+  }
+>;
+
 export type BookingEvent =
   | SessionsBooked
+  | SessionRescheduled
   | SessionApproved
   | SessionDeclined
   | SessionCanceled

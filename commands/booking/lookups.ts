@@ -8,7 +8,13 @@ import type { SlotsReserved } from '../calendar/events';
 import { calendarStream } from '../calendar/events';
 import { zoneOf } from '../calendar/zones';
 import { calendar } from '../calendar/decider';
-import { bookingStream, clientBookingsStream, type BookingListed, type SessionsBooked } from './events';
+import {
+  bookingStream,
+  clientBookingsStream,
+  type BookingListed,
+  type SessionRescheduled,
+  type SessionsBooked,
+} from './events';
 
 /**
  * Lookups the write side answers from streams alone, never from a read model: a client's bookings (its
@@ -18,8 +24,20 @@ import { bookingStream, clientBookingsStream, type BookingListed, type SessionsB
 /** Every SessionsBooked of a booking stream (a package booked in steps has several), in order. */
 const bookedParts = {
   initialState: (): SessionsBooked['data'][] => [],
-  evolve: (parts: SessionsBooked['data'][], e: DomainEvent) =>
-    e.type === 'SessionsBooked' ? [...parts, e.data as SessionsBooked['data']] : parts,
+  evolve: (parts: SessionsBooked['data'][], e: DomainEvent) => {
+    if (e.type === 'SessionsBooked') return [...parts, e.data as SessionsBooked['data']];
+    if (e.type !== 'SessionRescheduled') return parts;
+    // A moved session is named at its new time (the e-mails about it after the move).
+    const d = e.data as SessionRescheduled['data'];
+    return parts.map((p) =>
+      p.sessions.some((s) => s.sessionId === d.sessionId)
+        ? {
+            ...p,
+            sessions: p.sessions.map((s) => (s.sessionId === d.sessionId ? { ...s, ...d.to } : s)),
+          }
+        : p,
+    );
+  },
 };
 
 /** A booking as booked (its SessionsBooked), from its own stream: exact while read models catch up. */

@@ -18,15 +18,15 @@ import { sessionRecordOf, sessionRecordsOfHold, toSessionOut } from '../../src/r
 import { addressBook } from '../addresses/decider';
 import { addressStream } from '../addresses/events';
 import { calendar } from '../calendar/decider';
-import { calendarStream, type SlotsReserved } from '../calendar/events';
+import { calendarStream, type SlotMoved, type SlotsReserved } from '../calendar/events';
 import { tooFarMessage, travelMinutes } from '../calendar/travel';
-import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, ReviewBody } from './codecs';
+import { BookingBody, DisputeBody, METHOD_IDS, ReasonBody, RescheduleBody, ReviewBody } from './codecs';
 import { listBooking, listingAppend, sessionParty } from './lookups';
 import { bookingAppends, completeBooking, packageJoinAppend } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
 import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../payments/transitions';
-import { booking, type BookingCommand, type By } from './decider';
+import { booking, refuseReschedule, type BookingCommand, type By } from './decider';
 import { bookingStream, type BookingEvent } from './events';
 import { service } from '../services/decider';
 import { serviceStream } from '../services/events';
@@ -392,6 +392,138 @@ export function bookingCommands(deps: AppDeps): Router {
     const payment = await readState(deps.store, paymentStream(state.paymentId), paymentDecider);
     ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);
   };
+
+  /**
+   * One attempt at a reschedule: the booking's checks, then the hold's move on the coach's calendar (one
+   * SlotMoved), and the booking's SessionRescheduled, in the calendar append's transaction on the SQL stores
+   * (the booking, service and payment as read, else decided again), or just after it on EventStoreDB (the
+   * booking process writes it if this request dies in between, once per move).
+   */
+  const reschedule = async (
+    groupId: string,
+    sessionId: string,
+    slot: string,
+    by: By,
+    metadata: EventMetadata,
+  ) => {
+    const keyed = typeof metadata.idempotencyTag === 'string';
+    const bookingRead = await loadState(deps.store, bookingStream(groupId), booking, { whole: keyed });
+    const b = bookingRead.state;
+    // A keyed request run again after a crash: what its first run stored is its outcome.
+    if (keyed && bookingRead.recorded.some((r) => r.metadata.idempotencyTag === metadata.idempotencyTag))
+      return b;
+    const now = deps.clock().toISOString();
+    const refused = refuseReschedule(b, sessionId, by, now);
+    if (refused) throw domainErrorToHttp(refused);
+    const session = b.sessions.get(sessionId)!;
+    const [serviceRead, paymentRead] = await Promise.all([
+      loadState(deps.store, serviceStream(b.serviceId), service),
+      loadState(deps.store, paymentStream(b.paymentId), paymentDecider),
+    ]);
+    const bookable = serviceRead.state.service;
+    if (!bookable) throw domainErrorToHttp({ code: 'slot_unavailable', message: 'the service is gone' });
+    const status = paymentRead.state.payment?.status ?? 'awaiting';
+    const from = { startsAt: session.startsAt, endsAt: session.endsAt, slot: session.slot };
+    const outcome = await handleCommand(
+      deps.store,
+      calendarStream(b.coachId),
+      calendar,
+      {
+        type: 'MoveSlot',
+        service: bookable,
+        groupId,
+        sessionId,
+        by: by.userId === b.coachId ? 'coach' : 'client',
+        from,
+        slot,
+        minutesDuration: (session.terms ?? b.terms)!.minutesDuration,
+        paymentExpirable: EXPIRABLE_STATUSES.includes(status),
+        moveId: deps.newId(),
+        now,
+      },
+      metadata,
+      60,
+      // The booking's record of the move, in the same transaction, on the booking, the service and the
+      // payment as read: a change to any of them since decides again.
+      ([moved]) => {
+        const m = (moved as SlotMoved).data;
+        const decided = booking.decide(
+          { type: 'Reschedule', sessionId, by, to: m.to, moveId: m.moveId, now },
+          b,
+        );
+        if (decided._tag === 'Left') throw new DecideAgain();
+        return [
+          {
+            streamName: bookingStream(groupId),
+            events: decided.right.map((e) => ({ type: e.type, data: e.data, metadata })),
+            expectedRevision: bookingRead.revision,
+          },
+          unchanged(serviceStream(b.serviceId), serviceRead),
+          unchanged(paymentStream(b.paymentId), paymentRead),
+        ];
+      },
+    ).catch((err: unknown) => {
+      if (err instanceof ConcurrencyConflictError) throw busy('the calendar is busy; retry the request');
+      if (
+        err instanceof WrongExpectedRevisionError &&
+        [bookingStream(groupId), serviceStream(b.serviceId), paymentStream(b.paymentId)].includes(
+          err.streamName,
+        )
+      )
+        throw new DecideAgain();
+      throw err;
+    });
+    if (!outcome.ok) throw domainErrorToHttp(outcome.error);
+    let last = outcome.position;
+    if (!outcome.alongside) {
+      // EventStoreDB (or a keyed request's earlier run): the booking's record follows the hold, as its cause.
+      const moved = outcome.events.find((e) => e.type === 'SlotMoved') as SlotMoved | undefined;
+      const causationId = outcome.eventIds[outcome.events.findIndex((e) => e.type === 'SlotMoved')];
+      if (moved) {
+        const m = moved.data;
+        const recorded = await handleCommand(
+          deps.store,
+          bookingStream(groupId),
+          booking,
+          {
+            type: 'RecordMove',
+            sessionId,
+            from: m.from,
+            to: m.to,
+            by: m.by,
+            moveId: m.moveId,
+            now: m.movedAt,
+          },
+          { ...metadata, ...(causationId ? { causationId } : {}) },
+        );
+        if (recorded.ok && recorded.position) last = recorded.position;
+      }
+    }
+    if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, ['calendar', 'sessions']);
+    return readState(deps.store, bookingStream(groupId), booking);
+  };
+
+  // Move a session to another time: same session, payment, price and place (docs/api.md, "Session lifecycle").
+  router.post('/api/v1/session/:session_id/reschedule', authenticated(), idempotent(deps), async (ctx) => {
+    const sessionId = decode(SessionPath, ctx.params, 'path').session_id.toLowerCase();
+    const body = decode(RescheduleBody, ctx.request.body, 'body');
+    const { userId } = currentPrincipal(ctx);
+    const party = await sessionParty(deps.store, userId, sessionId);
+    if (!party) throw notFound('session_not_found', 'no such session');
+    ctx.state.principal = { ...currentPrincipal(ctx), acting: party.as };
+    const metadata = metadataOf(ctx);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const state = await reschedule(party.groupId, sessionId, body.slot, { userId }, metadata);
+        const payment = await readState(deps.store, paymentStream(state.paymentId), paymentDecider);
+        ctx.body = toSessionOut(sessionRecordOf(state, sessionId, payment.payment?.status ?? 'awaiting')!);
+        return;
+      } catch (err) {
+        if (!(err instanceof DecideAgain)) throw err;
+        if (attempt >= 5) throw busy('the booking kept changing; retry the request');
+      }
+    }
+  });
 
   router.post('/api/v1/session/:session_id/approve', authenticated(), idempotent(deps), (ctx) =>
     lifecycle(ctx, (sessionId, by, now) => ({ type: 'Approve', sessionId, by, now })),

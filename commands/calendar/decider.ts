@@ -90,7 +90,35 @@ export type CalendarCommand =
       sessionIds: string[];
       reason: string;
       now: string;
-    };
+    }
+  | MoveSlot;
+
+/**
+ * Move one held session to another slot of its service (a reschedule): free by the rules a booking of the
+ * service at the session's place uses, its own current hold not counting against it.
+ */
+export interface MoveSlot {
+  type: 'MoveSlot';
+  /** The service as folded from its own stream: its hours rules (notice, window, start times, seats). */
+  service: BookableService;
+  groupId: string;
+  sessionId: string;
+  /** Who moves it (checked on the booking: its client or its coach). */
+  by: 'client' | 'coach';
+  /** Where the booking has the session now: the hold must be there still (else it moved meanwhile). */
+  from: Omit<HeldSlot, 'sessionId'>;
+  /** The new local date-time in the coach's zone, as sent. */
+  slot: string;
+  /** The session's own length as booked (it keeps it, and its price). */
+  minutesDuration: number;
+  /**
+   * The payment is unpaid in a status its deadline cancels (`awaiting`, `failed`): the session may not start
+   * before one hour after that deadline (the hour a booking keeps before its first session).
+   */
+  paymentExpirable: boolean;
+  moveId: string;
+  now: string;
+}
 
 export type BookableService = NonNullable<ServiceState['service']>;
 
@@ -238,6 +266,16 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           timezone: event.data.timezone,
         });
         return { ...state, reservations, holdsByDay, packages };
+      }
+      case 'SlotMoved': {
+        const hold = state.reservations.get(event.data.sessionId);
+        if (!hold) return state;
+        const moved = { ...hold, startsAt: event.data.to.startsAt, endsAt: event.data.to.endsAt };
+        return {
+          ...state,
+          reservations: state.reservations.set(hold.sessionId, moved),
+          holdsByDay: indexHold(unindexHold(state.holdsByDay, hold), moved),
+        };
       }
       case 'SlotsReleased': {
         let { reservations, holdsByDay } = state;
@@ -422,8 +460,93 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           },
         ]);
       }
+      case 'MoveSlot':
+        return decideMove(command, state);
       default:
         return assertNever(command);
     }
   },
 };
+
+/** A reschedule on the calendar: the new slot checked as a booking's, then one SlotMoved. */
+function decideMove(command: MoveSlot, state: Calendar): ReturnType<typeof calendar.decide> {
+  const hold = state.reservations.get(command.sessionId);
+  if (!hold || hold.groupId !== command.groupId)
+    return left({ code: 'invalid_transition', message: 'the session is no longer held' });
+  if (hold.startsAt !== command.from.startsAt)
+    return left({ code: 'conflict', message: 'the session was moved meanwhile; retry the request' });
+  const { schedule } = state;
+  if (!schedule) return left(unavailable('the coach has not published a schedule'));
+  const start = parseLocal(command.slot, schedule.timezone);
+  if (!start) return left(unavailable(`${command.slot} does not exist in ${schedule.timezone}`));
+  const at = start.toMillis();
+  if (at === Date.parse(hold.startsAt))
+    return left({ code: 'invalid_transition', message: `the session is at ${command.slot} already` });
+  const travel = hold.travelMinutes ?? 0;
+  // The session keeps its place (group seats are shared there only) and its length.
+  const rules = {
+    ...slotRulesOf(command.service),
+    minutesDuration: command.minutesDuration,
+    place: hold.place ?? '-',
+  };
+  const margin = 3 * 86_400_000 + travel * 60_000;
+  // Its own hold does not count against it: moving by half an hour into its own time is allowed.
+  const others = holdsAround(state.reservations, state.holdsByDay, at - margin, at + margin).filter(
+    (r) => r.sessionId !== hold.sessionId,
+  );
+  // The client holds one seat of a slot (a group session): as a booking says it.
+  if (
+    others.some(
+      (r) => r.clientId === hold.clientId && r.serviceId === command.service.id && instantsOf(r).s === at,
+    )
+  )
+    return left(unavailable(`you already hold ${command.slot}`));
+  const date = start.toISODate()!;
+  const free = freeSlots(
+    schedule,
+    others,
+    rules,
+    date,
+    date,
+    new Date(command.now),
+    travel,
+    command.slot.slice(0, 16),
+  )[0];
+  if (!free) return left(unavailable(`${command.slot} is not a free slot of this service`));
+  const freeStart = Date.parse(free.startsAt);
+  const pkg = state.packages.get(command.groupId);
+  // A package's sessions take place by its expiration date, moved ones too.
+  if (pkg && pkg.terms.numberOfSessions > 1 && freeStart > packageExpiresAt(pkg, pkg.timezone))
+    return left({
+      code: 'package_expired',
+      message: `${command.slot} is after the package's expiration date`,
+    });
+  // An unpaid booking is canceled at its deadline (never cash): a session moved before it could take place
+  // unpaid, so it starts no sooner than the booking's first session could (one hour after the deadline).
+  if (pkg && command.paymentExpirable && !paidAtSession(pkg.terms.method)) {
+    const from = Date.parse(pkg.terms.paymentExpiresAt) + PAID_BEFORE_START_MS;
+    if (freeStart < from)
+      return left(
+        unavailable(
+          `${command.slot} starts before the booking is paid: until it is, its sessions start from ${new Date(from).toISOString()}`,
+        ),
+      );
+  }
+  return right([
+    {
+      type: 'SlotMoved',
+      data: {
+        coachId: command.service.coachId,
+        groupId: command.groupId,
+        sessionId: command.sessionId,
+        serviceId: hold.serviceId,
+        clientId: hold.clientId,
+        from: command.from,
+        to: { startsAt: free.startsAt, endsAt: free.endsAt, slot: free.slot },
+        by: command.by,
+        moveId: command.moveId,
+        movedAt: command.now,
+      },
+    },
+  ]);
+}

@@ -89,6 +89,28 @@ export type SlotsReleased = DomainEvent<
   { coachId: string; groupId: string; sessionIds: string[]; reason: string; releasedAt: string }
 >;
 
-export type CalendarEvent = ScheduleSet | SlotsReserved | SlotsReleased;
+/**
+ * One held session moved to another time, in one event: the new time is taken and the old one freed at
+ * once (the hold keeps its travel, place and seat). `moveId` names the move: the booking's
+ * `SessionRescheduled` carries it, so the booking process writes a missing one exactly once.
+ */
+export type SlotMoved = DomainEvent<
+  'SlotMoved',
+  {
+    coachId: string;
+    groupId: string;
+    sessionId: string;
+    serviceId: string;
+    clientId: string;
+    from: Omit<HeldSlot, 'sessionId'>;
+    to: Omit<HeldSlot, 'sessionId'>;
+    /** Who moved it (the booking's `SessionRescheduled.by`). */
+    by: 'client' | 'coach';
+    moveId: string;
+    movedAt: string;
+  }
+>;
+
+export type CalendarEvent = ScheduleSet | SlotsReserved | SlotsReleased | SlotMoved;
 
 export const calendarStream = (coachId: string) => `calendar-${coachId}`;

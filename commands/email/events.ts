@@ -7,6 +7,7 @@ export const EMAIL_TEMPLATES = [
   'cancel',
   'decline',
   'dispute',
+  'reschedule',
 ] as const;
 export type EmailTemplate = (typeof EMAIL_TEMPLATES)[number];
 
@@ -22,6 +23,8 @@ export interface EmailFacts {
   timezone?: string;
   reason?: string;
   by?: string;
+  /** A reschedule's former local date-time, in `timezone` (`slots` holds the new one). */
+  previousSlot?: string;
   code?: string;
   link?: string;
 }

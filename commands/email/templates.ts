@@ -79,6 +79,15 @@ export function renderEmail(f: EmailFacts): RenderedEmail {
       );
       if (reason) lines.push(reasonLine(reason));
       break;
+    case 'reschedule': {
+      const was = f.previousSlot ? `${f.previousSlot.replace('T', ' ').slice(0, 16)}` : '';
+      subject = `Session moved: ${service}`;
+      lines.push(
+        `${service}${was ? ` on ${was}` : ''} was moved${f.by ? ` by the ${f.by}` : ''}${at ? ` to ${at}` : ''}.`,
+      );
+      if (f.role === 'coach' && f.by === 'client') lines.push('Please approve or decline the new time.');
+      break;
+    }
   }
   const text = lines.join('\n') + '\n';
   const html = `<!doctype html><html><body>${lines

@@ -9,6 +9,7 @@ export const NOTIFYING_SESSION_EVENTS = [
   'SessionDeclined',
   'SessionCanceled',
   'SessionDisputed',
+  'SessionRescheduled',
 ] as const;
 
 export interface SessionNotice {
@@ -23,6 +24,8 @@ export interface SessionNotice {
   sessionIds: string[];
   reason?: string;
   by?: string;
+  /** A reschedule: the session's times before and after (UTC instants), named in the e-mail. */
+  moved?: { from: string; to: string };
 }
 
 /**
@@ -45,6 +48,23 @@ export function sessionNotices(event: BookingEvent): SessionNotice[] {
       return [
         { ...client(d), ...base },
         { ...coach(d), ...base },
+      ];
+    }
+    case 'SessionRescheduled': {
+      // The other party hears of it: the coach of a client's move (to approve the new time), the client of
+      // the coach's.
+      const d = event.data;
+      return [
+        {
+          ...(d.by === 'client' ? coach(d) : client(d)),
+          type: 'session_rescheduled',
+          contentType: 'session',
+          contentId: d.sessionId,
+          template: 'reschedule',
+          sessionIds: [d.sessionId],
+          by: d.by,
+          moved: { from: d.from.startsAt, to: d.to.startsAt },
+        },
       ];
     }
     case 'SessionApproved':
@@ -94,6 +114,10 @@ export function noticeMessage(n: SessionNotice, serviceName: string): string {
       return `Your session of ${serviceName} was canceled${n.by === 'system' ? '' : ` by the ${n.by}`}`;
     case 'session_disputed':
       return `Your client disputed the session of ${serviceName}`;
+    case 'session_rescheduled':
+      return n.role === 'coach'
+        ? `Your client moved the session of ${serviceName}: please approve or decline the new time`
+        : `Your coach moved your session of ${serviceName}`;
     default:
       return serviceName;
   }

@@ -408,3 +408,87 @@ describe('booking decider: who may ask', () => {
     expect(outcome(given(done).when(review(coach)))).toBe('forbidden');
   });
 });
+
+describe('booking decider: Reschedule and RecordMove', () => {
+  const to = {
+    startsAt: '2026-12-02T13:00:00.000Z',
+    endsAt: '2026-12-02T14:00:00.000Z',
+    slot: '2026-12-02T14:00:00',
+  };
+  const from = { startsAt: START, endsAt: END, slot: '2026-12-02T10:00:00' };
+  const reschedule = (by: By, now = at, sessionId = s1): BookingCommand => ({
+    type: 'Reschedule',
+    sessionId,
+    by,
+    to,
+    moveId: 'move-1',
+    now,
+  });
+  const moved = (by: 'client' | 'coach', state: 'new' | 'approved'): BookingEvent => ({
+    type: 'SessionRescheduled',
+    data: { ...ref(), from, to, by, state, moveId: 'move-1', at },
+  });
+
+  it('a client moves a new session: it stays new, at the new time', () => {
+    const r = given([booked]).when(reschedule(client));
+    expect(r).toEqual({ _tag: 'Right', right: [moved('client', 'new')] });
+    const after = [booked, moved('client', 'new')].reduce(booking.evolve, booking.initialState());
+    expect(after.sessions.get(s1)).toMatchObject({ state: 'new', ...to, moves: ['move-1'] });
+  });
+
+  it('a client moves an approved session: it is new again (the coach approves the new time)', () => {
+    expect(given([booked, approved()]).when(reschedule(client))).toEqual({
+      _tag: 'Right',
+      right: [moved('client', 'new')],
+    });
+  });
+
+  it('the coach moves an approved session: it stays approved', () => {
+    expect(given([booked, approved()]).when(reschedule(coach))).toEqual({
+      _tag: 'Right',
+      right: [moved('coach', 'approved')],
+    });
+  });
+
+  it('refuses who and when as a cancellation does', () => {
+    expect(outcome(given([booked]).when(reschedule({ userId: stranger })))).toBe('session_not_found');
+    expect(outcome(given([booked]).when(reschedule(system)))).toBe('session_not_found');
+    for (const past of [declined(), canceled()])
+      expect(outcome(given([booked, past]).when(reschedule(coach)))).toBe('invalid_transition');
+    expect(outcome(given([booked, approved(), completed()]).when(reschedule(coach)))).toBe(
+      'invalid_transition',
+    );
+    // Started: nobody; inside the cancellation hours: the coach only.
+    expect(outcome(given([booked]).when(reschedule(coach, START)))).toBe('invalid_transition');
+    const late = hoursFromStart(-1);
+    expect(outcome(given([booked]).when(reschedule(client, late)))).toBe('cancellation_window_passed');
+    expect(outcome(given([booked]).when(reschedule(coach, late)))).toBe('SessionRescheduled');
+  });
+
+  it('the same time as now is refused', () => {
+    const same: BookingCommand = { ...reschedule(client), to: from } as BookingCommand;
+    expect(outcome(given([booked]).when(same))).toBe('invalid_transition');
+  });
+
+  it('RecordMove writes a missing move once, and nothing for a session gone or moved since', () => {
+    const record: BookingCommand = {
+      type: 'RecordMove',
+      sessionId: s1,
+      from,
+      to,
+      by: 'client',
+      moveId: 'move-1',
+      now: at,
+    };
+    expect(given([booked, approved()]).when(record)).toEqual({
+      _tag: 'Right',
+      right: [moved('client', 'new')],
+    });
+    expect(given([booked, moved('client', 'new')]).when(record)).toEqual({ _tag: 'Right', right: [] });
+    expect(given([booked, canceled()]).when(record)).toEqual({ _tag: 'Right', right: [] });
+    expect(given([booked]).when({ ...record, from: to } as BookingCommand)).toEqual({
+      _tag: 'Right',
+      right: [],
+    });
+  });
+});

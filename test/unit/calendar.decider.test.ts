@@ -555,3 +555,128 @@ describe('calendar decider: a package after the coach changed zone', () => {
     );
   });
 });
+
+describe('calendar decider: MoveSlot', () => {
+  // Every 30 minutes from 09:00: a 60-minute session can move by half an hour into its own time.
+  // Service.slots every 30 minutes from 09:00: a 60-minute session can move by half an hour into its own time.
+  const every30 = Array.from({ length: 15 }, (_, i) => {
+    const m = 540 + 30 * i;
+    return `${String(Math.floor(m / 60)).padStart(2, '0')}:${m % 60 ? '30' : '00'}`;
+  });
+  const service = { ...serviceWith(), slots: every30 };
+  const base = history([scheduleSet()], reserve(['2026-12-02T10:00'], { groupId: 'g-move', service }));
+  const held = (base[1] as SlotsReserved).data;
+  const sessionId = held.sessions[0]!.sessionId;
+  const from = {
+    startsAt: held.sessions[0]!.startsAt,
+    endsAt: held.sessions[0]!.endsAt,
+    slot: held.sessions[0]!.slot,
+  };
+  const move = (slot: string, over: Record<string, unknown> = {}): CalendarCommand => ({
+    type: 'MoveSlot',
+    service,
+    groupId: 'g-move',
+    sessionId,
+    by: 'client',
+    from,
+    slot,
+    minutesDuration: 60,
+    paymentExpirable: false,
+    moveId: 'move-1',
+    now: NOW,
+    ...over,
+  });
+
+  it('moves the hold in one event: the old time freed, the new one taken', () => {
+    const r = given(base).when(move('2026-12-02T14:00'));
+    expect(r).toEqual({
+      _tag: 'Right',
+      right: [
+        {
+          type: 'SlotMoved',
+          data: {
+            coachId,
+            groupId: 'g-move',
+            sessionId,
+            serviceId: tennis,
+            clientId: alice,
+            from,
+            to: {
+              startsAt: '2026-12-02T13:00:00.000Z',
+              endsAt: '2026-12-02T14:00:00.000Z',
+              slot: '2026-12-02T14:00:00',
+            },
+            by: 'client',
+            moveId: 'move-1',
+            movedAt: NOW,
+          },
+        },
+      ],
+    });
+    const after = [...base, ...(isRight(r) ? r.right : [])];
+    // The old slot is free for another client; the new one is not.
+    expect(refusal(given(after).when(reserve(['2026-12-02T10:00'], { clientId: bob, service })))).toBe(
+      'accepted',
+    );
+    expect(refusal(given(after).when(reserve(['2026-12-02T14:00'], { clientId: bob, service })))).toBe(
+      'slot_unavailable',
+    );
+  });
+
+  it('its own hold does not count against it: 30 minutes later, overlapping itself, is free', () => {
+    expect(refusal(given(base).when(move('2026-12-02T10:30')))).toBe('accepted');
+  });
+
+  it('refuses a taken slot, outside the hours, inside the notice, the same time, or a hold moved since', () => {
+    const busy = history(base, reserve(['2026-12-02T14:00'], { clientId: bob, service }));
+    expect(refusal(given(busy).when(move('2026-12-02T14:00')))).toBe('slot_unavailable');
+    expect(refusal(given(busy).when(move('2026-12-02T13:30')))).toBe('slot_unavailable');
+    expect(refusal(given(base).when(move('2026-12-02T18:00')))).toBe('slot_unavailable');
+    expect(refusal(given(base).when(move('2026-11-30T10:00')))).toBe('slot_unavailable');
+    expect(refusal(given(base).when(move('2026-12-02T10:00')))).toBe('invalid_transition');
+    const stale = { ...from, startsAt: '2026-12-02T08:00:00.000Z' };
+    expect(refusal(given(base).when(move('2026-12-02T14:00', { from: stale })))).toBe('conflict');
+    expect(refusal(given(base).when(move('2026-12-02T14:00', { sessionId: 'nope' })))).toBe(
+      'invalid_transition',
+    );
+  });
+
+  it('an unpaid booking is not moved to before one hour after its payment deadline', () => {
+    // Booked at 08:00 UTC for 09:00 UTC on 2 December: its deadline is 08:00 UTC that day.
+    const early = move('2026-12-02T09:30', { paymentExpirable: true });
+    expect(refusal(given(base).when(early))).toBe('slot_unavailable');
+    expect(refusal(given(base).when(move('2026-12-02T09:30')))).toBe('accepted');
+  });
+
+  it("a package's session is not moved past the package's expiration date", () => {
+    // Bought on 1 December with 3 days: its sessions take place by 4 December (Berlin).
+    const pkgService = { ...service, numberOfSessions: 3, expiresInDays: 3 };
+    const pkgBase = history(
+      [scheduleSet()],
+      reserve(['2026-12-02T10:00', '2026-12-03T10:00'], { groupId: 'g-pkg', service: pkgService }),
+    );
+    const pkgHeld = (pkgBase[1] as SlotsReserved).data.sessions[0]!;
+    const pkgMove = (slot: string) =>
+      move(slot, {
+        groupId: 'g-pkg',
+        sessionId: pkgHeld.sessionId,
+        from: { startsAt: pkgHeld.startsAt, endsAt: pkgHeld.endsAt, slot: pkgHeld.slot },
+      });
+    expect(refusal(given(pkgBase).when(pkgMove('2026-12-04T10:00')))).toBe('accepted');
+    expect(refusal(given(pkgBase).when(pkgMove('2026-12-07T10:00')))).toBe('package_expired');
+  });
+
+  it('evolve moves the hold: a second move starts from the new time', () => {
+    const r = given(base).when(move('2026-12-02T14:00'));
+    const after = [...base, ...(isRight(r) ? r.right : [])];
+    expect(refusal(given(after).when(move('2026-12-02T15:00')))).toBe('conflict');
+    const at14 = {
+      startsAt: '2026-12-02T13:00:00.000Z',
+      endsAt: '2026-12-02T14:00:00.000Z',
+      slot: '2026-12-02T14:00:00',
+    };
+    expect(refusal(given(after).when(move('2026-12-02T15:00', { from: at14, moveId: 'move-2' })))).toBe(
+      'accepted',
+    );
+  });
+});

@@ -1,6 +1,12 @@
 import * as t from 'io-ts';
 import { CreateAddressBody } from '../../../commands/addresses/codecs';
-import { BookingBody, DisputeBody, ReasonBody, ReviewBody } from '../../../commands/booking/codecs';
+import {
+  BookingBody,
+  DisputeBody,
+  ReasonBody,
+  RescheduleBody,
+  ReviewBody,
+} from '../../../commands/booking/codecs';
 import { ScheduleBody } from '../../../commands/calendar/codecs';
 import { DeliveryIdPath } from '../../../commands/delivery/routes';
 import { SessionEmailBody, VerificationBody } from '../../../commands/email/routes';
@@ -326,6 +332,13 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     extraStatuses: [403],
     summary: 'Client or coach cancels a session (within the cancellation window)',
     body: { codec: ReasonBody, optional: true },
+    answer: A.SessionOutCodec,
+  },
+  'POST /api/v1/session/:session_id/reschedule': {
+    tag: 'Sessions',
+    summary:
+      'Client or coach moves a new or approved session to another free slot (same session, payment and price)',
+    body: { codec: RescheduleBody, example: { slot: '2026-12-02T14:00:00' } },
     answer: A.SessionOutCodec,
   },
   'POST /api/v1/session/:session_id/complete': {

@@ -1,0 +1,307 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { bookingStream } from '../../commands/booking/events';
+import { calendarStream } from '../../commands/calendar/events';
+import { bookingProcess } from '../../projections/bookingProcess';
+import { notificationProcess } from '../../projections/notificationProcess';
+import { eventually } from '../support/marketplace';
+import { type TestSystem } from '../support/system';
+import { apiSuite, type Marketplace } from '../support/apiSuite';
+
+// Tuesday 1 December 2026, 08:00 UTC (09:00 in Berlin).
+let t: TestSystem;
+let m: Marketplace;
+const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
+  t = system;
+  m = market;
+});
+
+const SLOT = '2026-12-02T10:00:00'; // 09:00-10:00 UTC
+const act = (
+  token: string,
+  sessionId: string,
+  action: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => t.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body, headers });
+const move = (token: string, sessionId: string, slot: string, headers?: Record<string, string>) =>
+  act(token, sessionId, 'reschedule', { slot }, headers);
+const freeSlots = async (serviceId: string) =>
+  (
+    await t.request(
+      'GET',
+      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
+    )
+  ).body.slots.map((s: { slot: string }) => s.slot);
+const sessionAs = async (token: string, id: string) =>
+  (await t.request('GET', `/api/v1/session/${id}`, { token })).body;
+const typesOf = async (stream: string) =>
+  (await t.system.deps.store.readStream(stream)).events.map((e) => e.type);
+
+async function booked(over: Record<string, unknown> = {}) {
+  const coach = await m.coach();
+  const serviceId = await m.offering(coach, { sessionCancellationHours: 24, ...over });
+  const client = await m.client();
+  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+    token: client.token,
+    body: { slots: [SLOT] },
+  });
+  expect(res.status).toBe(200);
+  return {
+    coach,
+    client,
+    serviceId,
+    session: res.body[0] as { id: string; paymentId: string; groupId: string; price: number },
+  };
+}
+
+describe('POST /api/v1/session/{id}/reschedule', () => {
+  it('the client moves a new session: same session, payment and price at the new time', async () => {
+    const { client, coach, serviceId, session } = await booked();
+    const res = await move(client.token, session.id, '2026-12-02T14:00');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      id: session.id,
+      groupId: session.groupId,
+      paymentId: session.paymentId,
+      price: session.price,
+      state: 'new',
+      slot: '2026-12-02T14:00:00',
+      startsAt: '2026-12-02T13:00:00.000Z',
+      endsAt: '2026-12-02T14:00:00.000Z',
+      dayAvailability: 3,
+    });
+    // The reads show it: the session, the lists of both parties, availability (old slot back, new one taken).
+    expect(await sessionAs(coach.token, session.id)).toMatchObject({
+      slot: '2026-12-02T14:00:00',
+      state: 'new',
+    });
+    const list = await t.request('GET', '/api/v1/sessions', { token: client.token });
+    expect(list.body.map((s: { id: string; slot: string }) => [s.id, s.slot])).toEqual([
+      [session.id, '2026-12-02T14:00:00'],
+    ]);
+    const slots = await freeSlots(serviceId);
+    expect(slots).toContain(SLOT);
+    expect(slots).not.toContain('2026-12-02T14:00:00');
+    // One calendar event moved the hold; the booking recorded it once.
+    const cal = await typesOf(calendarStream(coach.id));
+    expect(cal.filter((x) => x === 'SlotMoved')).toHaveLength(1);
+    expect(cal.filter((x) => x === 'SlotsReserved')).toHaveLength(1);
+    expect(cal).not.toContain('SlotsReleased');
+    expect(await typesOf(bookingStream(session.groupId))).toEqual(['SessionsBooked', 'SessionRescheduled']);
+    // Another client may book the freed slot.
+    const other = await m.client();
+    const taken = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: other.token,
+      body: { slots: [SLOT] },
+    });
+    expect(taken.status).toBe(200);
+  });
+
+  it('moves by 30 minutes into its own time (Service.slots every half hour)', async () => {
+    const { client, session } = await booked({ slots: ['10:00', '10:30'] });
+    const res = await move(client.token, session.id, '2026-12-02T10:30:00');
+    expect([res.status, res.body.slot]).toEqual([200, '2026-12-02T10:30:00']);
+  });
+
+  it('the coach moves an approved session: it stays approved; the client is told once', async () => {
+    const { client, coach, session } = await booked();
+    expect((await act(coach.token, session.id, 'approve')).status).toBe(200);
+    const res = await move(coach.token, session.id, '2026-12-02T15:00');
+    expect([res.status, res.body.state, res.body.slot]).toEqual([200, 'approved', '2026-12-02T15:00:00']);
+    const notices = await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: client.token })).body,
+      (l: { type: string }[]) => l.some((n) => n.type === 'session_rescheduled'),
+    );
+    expect(notices.filter((n: { type: string }) => n.type === 'session_rescheduled')).toEqual([
+      expect.objectContaining({
+        contentType: 'session',
+        contentId: session.id,
+        message: 'Your coach moved your session of Tennis basics',
+      }),
+    ]);
+    const coachNotices = (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body;
+    expect(coachNotices.map((n: { type: string }) => n.type)).not.toContain('session_rescheduled');
+  });
+
+  it('the client moves an approved session: it is new again; the coach is notified and mailed once', async () => {
+    const { client, coach, session } = await booked();
+    await act(coach.token, session.id, 'approve');
+    const res = await move(client.token, session.id, '2026-12-02T14:00');
+    expect([res.status, res.body.state]).toEqual([200, 'new']);
+    const notices = await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body,
+      (l: { type: string }[]) => l.some((n) => n.type === 'session_rescheduled'),
+    );
+    expect(notices.filter((n: { type: string }) => n.type === 'session_rescheduled')).toHaveLength(1);
+    // A replay of the cause creates nothing twice.
+    const { store } = t.system.deps;
+    const cause = (await store.readStream(bookingStream(session.groupId))).events.find(
+      (e) => e.type === 'SessionRescheduled',
+    )!;
+    await notificationProcess(store).react!(cause);
+    expect(
+      (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body.filter(
+        (n: { type: string }) => n.type === 'session_rescheduled',
+      ),
+    ).toHaveLength(1);
+    const outbox = path.join(t.config.dataDir, 'outbox');
+    const mails = await eventually(
+      async () =>
+        fs
+          .readdirSync(outbox)
+          .map((f) => fs.readFileSync(path.join(outbox, f), 'utf8').replace(/=\r\n/g, ''))
+          .filter((c) => c.includes('Session moved')),
+      (l) => l.some((c) => c.includes(coach.id.slice(0, 8))),
+    );
+    const toCoach = mails.filter((c) => c.includes(`To: ${coach.id.slice(0, 8)}@example.com`));
+    expect(toCoach).toHaveLength(1);
+    expect(toCoach[0]).toMatch(
+      /2026-12-02 10:00 was moved by the client to 2026-12-02 14:00 \(Europe\/Berlin\)/,
+    );
+    expect(mails.filter((c) => c.includes(`To: ${client.id.slice(0, 8)}@example.com`))).toHaveLength(0);
+    // The audit's lastChange shows the move and who made it.
+    const audit = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events`, { token: m.admin() });
+    expect(audit.body.stateAt).toBe('new');
+    expect(audit.body.lastChange).toMatchObject({
+      type: 'SessionRescheduled',
+      reason: null,
+      actor: { userId: client.id, role: 'client' },
+    });
+  });
+
+  it('a taken slot is 409 slot_unavailable and nothing changes', async () => {
+    const { client, coach, serviceId, session } = await booked();
+    const other = await m.client();
+    expect(
+      (
+        await t.request('POST', `/api/v1/service/${serviceId}`, {
+          token: other.token,
+          body: { slots: ['2026-12-02T14:00'] },
+        })
+      ).status,
+    ).toBe(200);
+    const before = await typesOf(calendarStream(coach.id));
+    for (const slot of ['2026-12-02T14:00', '2026-12-02T20:00', '2026-11-30T10:00', '2026-12-02T13:30']) {
+      const res = await move(client.token, session.id, slot);
+      expect([slot, res.status, res.body.error]).toEqual([slot, 409, 'slot_unavailable']);
+    }
+    expect(await typesOf(calendarStream(coach.id))).toEqual(before);
+    expect(await typesOf(bookingStream(session.groupId))).toEqual(['SessionsBooked']);
+    expect(await sessionAs(client.token, session.id)).toMatchObject({ slot: SLOT });
+    // The same time as now: 409 invalid_transition.
+    const same = await move(client.token, session.id, '2026-12-02T10:00:00.000');
+    expect([same.status, same.body.error]).toEqual([409, 'invalid_transition']);
+  });
+
+  it('refuses the client inside the cancellation window, a session not open, a non-party and bad input', async () => {
+    const { client, coach, session } = await booked();
+    clock.set('2026-12-01T09:30:00Z'); // 23.5 h before the start: the client's 24 h have passed
+    const late = await move(client.token, session.id, '2026-12-02T14:00');
+    expect([late.status, late.body.error]).toEqual([409, 'cancellation_window_passed']);
+    const stranger = await m.client();
+    const hidden = await move(stranger.token, session.id, '2026-12-02T14:00');
+    expect([hidden.status, hidden.body.error]).toEqual([404, 'session_not_found']);
+    const unknown = await move(client.token, randomUUID(), '2026-12-02T14:00');
+    expect([unknown.status, unknown.body.error]).toEqual([404, 'session_not_found']);
+    for (const body of [
+      {},
+      { slot: '2026-12-02T14:00Z' },
+      { slot: '2026-02-30T10:00' },
+      { slot: 'x', more: 1 },
+    ])
+      expect((await act(client.token, session.id, 'reschedule', body)).status).toBe(422);
+    // The coach still may; then a declined (or canceled) session moves no more.
+    expect((await move(coach.token, session.id, '2026-12-02T14:00')).status).toBe(200);
+    await act(coach.token, session.id, 'decline');
+    const gone = await move(coach.token, session.id, '2026-12-02T15:00');
+    expect([gone.status, gone.body.error]).toEqual([409, 'invalid_transition']);
+  });
+
+  it('an Idempotency-Key replays the first answer and moves once', async () => {
+    const { client, coach, session } = await booked();
+    const key = randomUUID();
+    const first = await move(client.token, session.id, '2026-12-02T14:00', { 'Idempotency-Key': key });
+    const again = await move(client.token, session.id, '2026-12-02T14:00', { 'Idempotency-Key': key });
+    expect(first.status).toBe(200);
+    expect([again.status, again.body]).toEqual([200, first.body]);
+    expect((await typesOf(calendarStream(coach.id))).filter((x) => x === 'SlotMoved')).toHaveLength(1);
+    expect(await typesOf(bookingStream(session.groupId))).toEqual(['SessionsBooked', 'SessionRescheduled']);
+    // Without a key, a repeat is refused as a move already made.
+    const repeat = await move(client.token, session.id, '2026-12-02T14:00');
+    expect([repeat.status, repeat.body.error]).toEqual([409, 'invalid_transition']);
+  });
+
+  it('two moves racing for one slot: one wins, the other is 409 slot_unavailable; never held twice', async () => {
+    const { coach, serviceId, session, client } = await booked();
+    const other = await m.client();
+    const second = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: other.token,
+      body: { slots: ['2026-12-02T11:00'] },
+    });
+    expect(second.status).toBe(200);
+    const results = await Promise.all([
+      move(client.token, session.id, '2026-12-02T15:00'),
+      move(other.token, second.body[0].id, '2026-12-02T15:00'),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(results.find((r) => r.status === 409)!.body.error).toBe('slot_unavailable');
+    const list = await t.request('GET', '/api/v1/sessions?as=coach', { token: coach.token });
+    expect(list.body.filter((s: { slot: string }) => s.slot === '2026-12-02T15:00:00')).toHaveLength(1);
+    // On the SQL stores the hold's move and the booking's record are one transaction.
+    const { store } = t.system.deps;
+    if (store.appendMany) {
+      const moved = (await store.readStream(calendarStream(coach.id))).events.find(
+        (e) => e.type === 'SlotMoved',
+      )!;
+      const groupId = (moved.data as { groupId: string }).groupId;
+      expect(moved.metadata.writtenWith).toEqual([bookingStream(groupId)]);
+    }
+  });
+
+  it('the booking process records a calendar move whose booking event is missing, once (a request that died)', async () => {
+    const { client, coach, session } = await booked();
+    const { store } = t.system.deps;
+    const cal = await store.readStream(calendarStream(coach.id));
+    const held = cal.events.find((e) => e.type === 'SlotsReserved')!.data as {
+      sessions: { startsAt: string; endsAt: string; slot: string }[];
+      serviceId: string;
+    };
+    // The hold moved as EventStoreDB's reschedule writes it first, with no booking event after it.
+    await store.append(
+      calendarStream(coach.id),
+      [
+        {
+          type: 'SlotMoved',
+          data: {
+            coachId: coach.id,
+            groupId: session.groupId,
+            sessionId: session.id,
+            serviceId: held.serviceId,
+            clientId: client.id,
+            from: { startsAt: held.sessions[0]!.startsAt, endsAt: held.sessions[0]!.endsAt, slot: SLOT },
+            to: {
+              startsAt: '2026-12-02T13:00:00.000Z',
+              endsAt: '2026-12-02T14:00:00.000Z',
+              slot: '2026-12-02T14:00:00',
+            },
+            by: 'client',
+            moveId: randomUUID(),
+            movedAt: '2026-12-01T08:00:00.000Z',
+          },
+          metadata: { actor: { userId: client.id, role: 'client' } },
+        },
+      ],
+      { expectedRevision: cal.revision },
+    );
+    const session_ = await eventually(
+      () => sessionAs(client.token, session.id),
+      (s: { slot: string }) => s.slot === '2026-12-02T14:00:00',
+    );
+    expect(session_).toMatchObject({ slot: '2026-12-02T14:00:00', state: 'new' });
+    const moved = (await store.readStream(calendarStream(coach.id))).events.at(-1)!;
+    await bookingProcess(store, () => new Date()).react!(moved);
+    expect(await typesOf(bookingStream(session.groupId))).toEqual(['SessionsBooked', 'SessionRescheduled']);
+  });
+});
