@@ -6,6 +6,7 @@ import { START, comparePositions, type Position, type RecordedEvent } from '../s
 import { requireRole } from '../src/http/auth';
 import { ValidationError, notFound } from '../src/http/errors';
 import { IntFromString, IsoInstant, decode, refine } from '../src/http/validation';
+import { sharpenSchema } from '../src/http/openapi/jsonSchema';
 import { redacted, redactEventData } from './auditRedaction';
 import { AuditEventOut } from '../src/resources/codecs';
 import { STREAM_KINDS, foldStream, streamKind, toJsonSafe } from './auditStreams';
@@ -19,11 +20,15 @@ const parsePosition = (s: string): Position => {
 };
 /** The largest log position there is: positions are signed 64-bit numbers on every store. */
 const MAX_POSITION = 2n ** 63n - 1n;
-const PositionText = refine(
-  t.string,
-  (s) => /^\d{1,20}(\/\d{1,20})?$/.test(s) && s.split('/').every((n) => BigInt(n) <= MAX_POSITION),
-  'position',
-  'Input should be a log position as answered by the export, e.g. 1234',
+const POSITION_RE = /^\d{1,20}(\/\d{1,20})?$/;
+const PositionText = sharpenSchema(
+  refine(
+    t.string,
+    (s) => POSITION_RE.test(s) && s.split('/').every((n) => BigInt(n) <= MAX_POSITION),
+    'position',
+    'Input should be a log position as answered by the export, e.g. 1234',
+  ),
+  { pattern: POSITION_RE.source },
 );
 
 /** An instant (IsoInstant, checked) in nanoseconds since 1970: Date.parse keeps milliseconds only. */
@@ -81,13 +86,15 @@ export const StreamQuery = t.partial({ at: IsoInstant, revision: IntFromString(0
 export const ExportQuery = t.partial({
   from: IsoInstant,
   to: IsoInstant,
-  stream_prefix: refine(
-    t.string,
-    (s) => s.length <= 200,
-    'stream_prefix',
-    'Input should be at most 200 characters',
+  // The bounds are said in /openapi.json too (`maxLength`).
+  stream_prefix: sharpenSchema(
+    refine(t.string, (s) => s.length <= 200, 'stream_prefix', 'Input should be at most 200 characters'),
+    { maxLength: 200 },
   ),
-  type: refine(t.string, (s) => s.length <= 1000, 'type', 'Input should be event types separated by commas'),
+  type: sharpenSchema(
+    refine(t.string, (s) => s.length <= 1000, 'type', 'Input should be event types separated by commas'),
+    { maxLength: 1000 },
+  ),
   after: PositionText,
 });
 const EventPath = t.type({

@@ -5,6 +5,7 @@ import type { AppDeps } from '../src/deps';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
 import { ValidationError, notFound } from '../src/http/errors';
 import { IsoInstant, Uuid, decode, paging, refine } from '../src/http/validation';
+import { sharpenSchema } from '../src/http/openapi/jsonSchema';
 import { SESSION_STATES } from '../commands/booking/events';
 import { toSessionOut, type SessionRecord } from '../src/resources/session';
 import { eventOut, upToRecorded } from './audit';
@@ -40,11 +41,16 @@ const SessionPath = t.type({ session_id: Uuid });
 const utc = (instant: string) =>
   new Date(Date.parse(instant)).toISOString().replace('Z', `${/\.\d{3}(\d{1,6})/.exec(instant)?.[1] ?? ''}Z`);
 
-const SessionStates = refine(
-  t.string,
-  (s) => s.split(',').every((x) => (SESSION_STATES as readonly string[]).includes(x)),
-  'session_states',
-  `Input should be one or more of ${SESSION_STATES.join(', ')}, separated by commas`,
+const ONE_STATE = `(?:${SESSION_STATES.join('|')})`;
+const SessionStates = sharpenSchema(
+  refine(
+    t.string,
+    (s) => s.split(',').every((x) => (SESSION_STATES as readonly string[]).includes(x)),
+    'session_states',
+    `Input should be one or more of ${SESSION_STATES.join(', ')}, separated by commas`,
+  ),
+  // The same rule for /openapi.json: a generated client checks it before sending.
+  { pattern: `^${ONE_STATE}(?:,${ONE_STATE})*$` },
 );
 /**
  * Filters of the caller's session list: `state` (comma-separated), `as` (the caller's part), and the

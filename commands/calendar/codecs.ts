@@ -2,13 +2,14 @@ import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/Either';
 import { CalendarDate, refine, strict } from '../../src/http/validation';
 import { zoneName } from '../../src/zoneName';
+import { sharpenSchema, toJsonSchema } from '../../src/http/openapi/jsonSchema';
 import { WEEKDAYS } from './events';
 
-const HHMM = refine(
-  t.string,
-  (s) => /^([01]\d|2[0-3]):[0-5]\d$|^24:00$/.test(s),
-  'time',
-  'Input should be a time HH:mm',
+const HHMM_RE = /^(?:[01]\d|2[0-3]):[0-5]\d$|^24:00$/;
+// The form is said in /openapi.json too, so a generated client checks it before sending.
+const HHMM = sharpenSchema(
+  refine(t.string, (s) => HHMM_RE.test(s), 'time', 'Input should be a time HH:mm'),
+  { pattern: HHMM_RE.source },
 );
 const Interval = refine(
   strict({ start: HHMM, end: HHMM }, {}, 'interval'),
@@ -56,6 +57,8 @@ export const IanaZone = Object.assign(
   // Documented like the refinement it is (src/http/openapi/jsonSchema.ts).
   { refinementOf: t.string, refinementMessage: ZONE_MESSAGE },
 );
+/** How many dates a schedule's overrides hold. */
+const MAX_OVERRIDES = 400;
 /** A real calendar day (the availability range and schedule overrides). */
 const IsoDate = CalendarDate;
 
@@ -73,16 +76,19 @@ export const ScheduleBody = strict(
     ),
   },
   {
-    overrides: refine(
+    overrides: sharpenSchema(
       refine(
-        t.record(t.string, Intervals),
-        () => true,
+        refine(
+          t.record(t.string, Intervals),
+          () => true,
+          'overrides',
+          'Input should be an object of dates YYYY-MM-DD, each with a list of intervals',
+        ),
+        (r) => Object.keys(r).every((k) => IsoDate.is(k)) && Object.keys(r).length <= MAX_OVERRIDES,
         'overrides',
-        'Input should be an object of dates YYYY-MM-DD, each with a list of intervals',
+        `keys should be dates YYYY-MM-DD (at most ${MAX_OVERRIDES})`,
       ),
-      (r) => Object.keys(r).every((k) => IsoDate.is(k)) && Object.keys(r).length <= 400,
-      'overrides',
-      'keys should be dates YYYY-MM-DD (at most 400)',
+      { propertyNames: toJsonSchema(IsoDate), maxProperties: MAX_OVERRIDES },
     ),
   },
   'Schedule',

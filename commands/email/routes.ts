@@ -6,7 +6,7 @@ import { requireRole } from '../../src/http/auth';
 import { runCommand } from '../../src/http/command';
 import { notFound } from '../../src/http/errors';
 import { idempotent } from '../../src/http/idempotency';
-import { describeSchema } from '../../src/http/openapi/jsonSchema';
+import { describeSchema, sharpenSchema } from '../../src/http/openapi/jsonSchema';
 import { Uuid, boundedString, decode, orNull, refine, strict } from '../../src/http/validation';
 import { readState } from '../../src/commandHandler';
 import { booking as bookingDecider } from '../booking/decider';
@@ -55,11 +55,20 @@ const VerificationLink = describeSchema(
  * A verification e-mail must give the user something to verify with: a code, a link or both. One with
  * neither asked the user to confirm the address and gave no way to.
  */
-export const VerificationBody = refine(
-  strict({}, { code: orNull(VerificationCode), link: orNull(VerificationLink) }, 'Verification'),
-  (b) => (b.code ?? null) !== null || (b.link ?? null) !== null,
-  'Verification',
-  'A verification e-mail needs a code or a link (or both)',
+export const VerificationBody = sharpenSchema(
+  refine(
+    strict({}, { code: orNull(VerificationCode), link: orNull(VerificationLink) }, 'Verification'),
+    (b) => (b.code ?? null) !== null || (b.link ?? null) !== null,
+    'Verification',
+    'A verification e-mail needs a code or a link (or both)',
+  ),
+  // The same rule for /openapi.json: one of the two is present and not null.
+  {
+    anyOf: ['code', 'link'].map((field) => ({
+      required: [field],
+      properties: { [field]: { type: 'string' } },
+    })),
+  },
 );
 /**
  * Session e-mails take an optional reason (shown in cancel, decline and dispute e-mails), as long as the

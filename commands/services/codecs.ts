@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
 import { SERVICE_SLOT_RE } from '../calendar/slots';
+import { WEEKDAYS } from '../calendar/events';
 import { describeSchema } from '../../src/http/openapi/jsonSchema';
 import {
   Uuid,
@@ -38,6 +39,14 @@ export const MAX_SERVICE_TYPES = 20;
 /** How many start times a service lists (`Service.slots`). */
 const MAX_SLOTS = 500;
 const SLOT_MESSAGE = 'Input should be a start time HH:mm, or a weekday and a start time, e.g. "monday 09:30"';
+
+/**
+ * SERVICE_SLOT_RE as the route reads an entry (trimmed, in any letter case), for /openapi.json: JSON Schema
+ * patterns take no flags, so each letter of a weekday is spelt in both cases.
+ */
+const SERVICE_SLOT_PATTERN = `^\\s*(?:(?:${WEEKDAYS.map((d) =>
+  [...d].map((ch) => `[${ch.toUpperCase()}${ch}]`).join(''),
+).join('|')}) )?(?:[01]\\d|2[0-3]):[0-5]\\d\\s*$`;
 
 /** Every editable Service field with its rule; which are required differs between create and edit. */
 const required = {
@@ -80,7 +89,7 @@ const optional = {
     ),
     {
       type: 'array',
-      items: { type: 'string', description: SLOT_MESSAGE },
+      items: { type: 'string', pattern: SERVICE_SLOT_PATTERN, description: SLOT_MESSAGE },
       maxItems: MAX_SLOTS,
       description: `slots should hold at most ${MAX_SLOTS} start times`,
     },

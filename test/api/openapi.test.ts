@@ -679,4 +679,94 @@ describe('the answer check of every API test', () => {
       }),
     ).not.toThrow();
   });
+
+  it('refuses a request the service carried out but the document does not allow (a generated client would not send it)', async () => {
+    const { answerChecker } = await import('../support/openapiCheck');
+    const check = answerChecker(document);
+    const json = 'application/json';
+    expect(() => check('GET', '/api/v1/sessions?state=open', 200, json, [], {})).toThrow(
+      /does not allow the request: query parameter state/,
+    );
+    expect(() =>
+      check('GET', '/api/v1/sessions?state=new,approved&limit=10', 200, json, [], {}),
+    ).not.toThrow();
+    expect(() =>
+      check('PUT', '/api/v1/notifications', 200, json, [], { body: { notifications: ['x'] } }),
+    ).toThrow(/does not allow the request: body/);
+    expect(() => check('PUT', '/api/v1/notifications', 200, json, [], {})).toThrow(/requestBody is required/);
+    expect(() => check('GET', '/api/v1/session/not-a-uuid', 200, json, {}, {})).toThrow(
+      /path parameter session_id/,
+    );
+    // A refused request is not held against the document: the service said no.
+    expect(() =>
+      check('PUT', '/api/v1/notifications', 422, json, { detail: [] }, { body: { notifications: ['x'] } }),
+    ).not.toThrow();
+  });
+});
+
+describe('request fields whose form the routes check', () => {
+  /** The schema's pattern as a client generator compiles it (JSON Schema patterns are Unicode regexps). */
+  const accepts = (schema: any, value: string) =>
+    new RegExp(schema.pattern, 'u').test(value) &&
+    (schema.maxLength === undefined || [...value].length <= schema.maxLength);
+  const expectForm = (schema: any, taken: string[], refused: string[]) => {
+    expect(schema.pattern).toEqual(expect.any(String));
+    for (const value of taken) expect({ value, ok: accepts(schema, value) }).toEqual({ value, ok: true });
+    for (const value of refused) expect({ value, ok: accepts(schema, value) }).toEqual({ value, ok: false });
+  };
+  const body = (path: string, method: string) =>
+    document.paths[path][method].requestBody.content['application/json'].schema;
+  const query = (path: string, name: string) =>
+    document.paths[path].get.parameters.find((p: any) => p.name === name).schema;
+
+  it("gives a schedule's times (HH:mm) and override dates their form, as PUT /api/v1/coach/schedule checks them", () => {
+    const schedule = body('/api/v1/coach/schedule', 'put');
+    const interval = schedule.properties.weekly.properties.monday.items;
+    for (const field of ['start', 'end'])
+      expectForm(
+        interval.properties[field],
+        ['09:00', '00:00', '23:59', '24:00'],
+        ['9:00', '09:00:00', '25:00', '24:30', '9:5'],
+      );
+    const overrides = schedule.properties.overrides;
+    expect(overrides.propertyNames).toMatchObject({ type: 'string', format: 'date' });
+    expect(overrides.maxProperties).toBe(400);
+  });
+
+  it("gives a service's slots their form (HH:mm, or a weekday and HH:mm, in any letter case)", () => {
+    for (const [path, method] of [
+      ['/api/v1/coach/services', 'post'],
+      ['/api/v1/coach/services/{service_id}', 'put'],
+    ] as const)
+      expectForm(
+        body(path, method).properties.slots.items,
+        ['09:30', 'monday 09:30', 'Sunday 23:59', ' friday 07:00 '],
+        ['9:30', 'monday', 'mon 09:30', 'monday  09:30', '24:00', 'someday 09:30'],
+      );
+  });
+
+  it("gives the sessions list's `state` and the audit export's filters their form and bounds", () => {
+    expectForm(
+      query('/api/v1/sessions', 'state'),
+      ['new', 'approved,completed', 'new,approved,declined,canceled,completed,disputed'],
+      ['', 'new,', 'open', 'new, approved'],
+    );
+    expectForm(query('/api/v1/audit/events', 'after'), ['1234', '0', '12/34'], ['', 'x', '-1', '1/2/3']);
+    expect(query('/api/v1/audit/events', 'stream_prefix').maxLength).toBe(200);
+    expect(query('/api/v1/audit/events', 'type').maxLength).toBe(1000);
+  });
+
+  it('says a verification e-mail (18) needs a code or a link', async () => {
+    const { default: Ajv2020 } = await import('ajv/dist/2020');
+    const schema = body('/api/v1/notification/private/email/{user_id}/verification', 'post');
+    const valid = new Ajv2020({ strict: false, validateFormats: false }).compile(schema);
+    expect(
+      [{ code: '123456' }, { link: 'https://x.example/v' }, { code: '1', link: null }].map((b) => valid(b)),
+    ).toEqual([true, true, true]);
+    expect([{}, { code: null }, { code: null, link: null }].map((b) => valid(b))).toEqual([
+      false,
+      false,
+      false,
+    ]);
+  });
 });

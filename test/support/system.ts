@@ -117,7 +117,7 @@ export async function startTestSystem(
       check ??= fetch(`${baseUrl}/openapi.json`).then(async (r) =>
         answerChecker((await r.json()) as Record<string, any>),
       );
-      (await check)(method, path, res.status, res.headers.get('content-type'), parsed);
+      (await check)(method, path, res.status, res.headers.get('content-type'), parsed, { body });
       return { status: res.status, body: parsed as any, headers: res.headers };
     },
     async close() {

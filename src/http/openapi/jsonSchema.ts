@@ -10,14 +10,24 @@ import type * as t from 'io-ts';
 export type JsonSchema = Record<string, unknown>;
 
 const SCHEMA = Symbol('jsonSchema');
+const SHARPER = Symbol('jsonSchemaKeywords');
 
 /** Attaches the JSON Schema of a hand-made codec (or a sharper one than the walker would find). */
 export function describeSchema<C extends object>(codec: C, schema: JsonSchema): C {
   return Object.assign(codec, { [SCHEMA]: schema });
 }
 
+/**
+ * Adds keywords to the schema the walker finds for a codec: the form a refinement checks (a `pattern`, a
+ * `propertyNames`), so a generated client checks what the route checks, while the walked schema stays.
+ */
+export function sharpenSchema<C extends object>(codec: C, keywords: JsonSchema): C {
+  return Object.assign(codec, { [SHARPER]: keywords });
+}
+
 interface Annotated {
   [SCHEMA]?: JsonSchema;
+  [SHARPER]?: JsonSchema;
   refinementOf?: t.Mixed;
   refinementMessage?: string;
   strictProps?: { required: t.Props; optional: t.Props };
@@ -31,6 +41,12 @@ export type SchemaRefs = Map<unknown, string>;
 export function toJsonSchema(codec: t.Mixed, refs: SchemaRefs = new Map(), top = true): JsonSchema {
   const ref = refs.get(codec);
   if (ref && !top) return { $ref: `#/components/schemas/${ref}` };
+  const keywords = (codec as unknown as Annotated)[SHARPER];
+  const schema = walked(codec, refs);
+  return keywords ? { ...schema, ...keywords } : schema;
+}
+
+function walked(codec: t.Mixed, refs: SchemaRefs): JsonSchema {
   const c = codec as unknown as Annotated & Record<string, unknown>;
   const walk = (x: t.Mixed) => toJsonSchema(x, refs, false);
   const own = c[SCHEMA];
