@@ -11,16 +11,20 @@ import {
   requiredText,
   orNull,
 } from '../../src/http/validation';
-import { describeSchema } from '../../src/http/openapi/jsonSchema';
+import { describeSchema, sharpenSchema } from '../../src/http/openapi/jsonSchema';
 
 const LOCAL_DATE_TIME = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:00(\.0+)?)?$/;
 const LOCAL_DATE_TIME_MESSAGE = 'Input should be a local date-time without zone, e.g. 2026-12-01T10:00:00';
-const LocalDateTime = refine(
-  t.string,
-  // A real calendar day and a wall time up to 23:59 (2026-02-30 or 24:00 is bad input, not a busy slot).
-  (s) => LOCAL_DATE_TIME.test(s) && isCalendarDate(s.slice(0, 10)),
-  'local_datetime',
-  LOCAL_DATE_TIME_MESSAGE,
+const LocalDateTime = sharpenSchema(
+  refine(
+    t.string,
+    // A real calendar day and a wall time up to 23:59 (2026-02-30 or 24:00 is bad input, not a busy slot).
+    (s) => LOCAL_DATE_TIME.test(s) && isCalendarDate(s.slice(0, 10)),
+    'local_datetime',
+    LOCAL_DATE_TIME_MESSAGE,
+  ),
+  // The form for /openapi.json (a reschedule's `slot`), as a booking's `slots` say it.
+  { pattern: LOCAL_DATE_TIME.source },
 );
 const SLOTS_MESSAGE = 'slots should hold 1 to 100 distinct date-times';
 const LatLng = strict(

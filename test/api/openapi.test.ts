@@ -733,6 +733,13 @@ describe('request fields whose form the routes check', () => {
     expect(overrides.maxProperties).toBe(400);
   });
 
+  it("gives a reschedule's slot the form of a booking's slots (a local date-time without zone)", () => {
+    const booking = body('/api/v1/service/{service_id}', 'post').properties.slots.items;
+    const slot = body('/api/v1/session/{session_id}/reschedule', 'post').properties.slot;
+    expect(slot.pattern).toBe(booking.pattern);
+    expectForm(slot, ['2026-12-01T10:00', '2026-12-01T10:00:00'], ['2026-12-01T10:00:00Z', '2026-12-01']);
+  });
+
   it("gives a service's slots their form (HH:mm, or a weekday and HH:mm, in any letter case)", () => {
     for (const [path, method] of [
       ['/api/v1/coach/services', 'post'],
