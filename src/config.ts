@@ -270,6 +270,8 @@ function httpTimeouts(env: NodeJS.ProcessEnv): ServerTimeouts {
     requestTimeoutMs,
     bodyIdleTimeoutMs: positiveInt(env, 'BODY_IDLE_TIMEOUT_MS', 10_000),
     responseIdleTimeoutMs: positiveInt(env, 'RESPONSE_IDLE_TIMEOUT_MS', 60_000),
+    // 0 would keep idle connections open for ever.
+    keepAliveTimeoutMs: atLeastOne(env, 'KEEP_ALIVE_TIMEOUT_MS', 65_000),
   };
 }
 

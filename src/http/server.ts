@@ -15,6 +15,11 @@ export interface ServerTimeouts {
    * closed (0: never). A slow handler is not cut by it: only bytes waiting for the client count.
    */
   responseIdleTimeoutMs: number;
+  /**
+   * How long a kept-alive connection may sit idle between requests. Longer than the load balancer's own
+   * idle timeout, so it never reuses a connection being closed here (its request would be lost).
+   */
+  keepAliveTimeoutMs: number;
 }
 
 export const DEFAULT_TIMEOUTS: ServerTimeouts = {
@@ -22,6 +27,7 @@ export const DEFAULT_TIMEOUTS: ServerTimeouts = {
   requestTimeoutMs: 300_000,
   bodyIdleTimeoutMs: 10_000,
   responseIdleTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 65_000,
 };
 
 /**
@@ -88,9 +94,9 @@ export function createHttpServer(app: Koa, timeouts: ServerTimeouts = DEFAULT_TI
       // How often Node checks the two timeouts above (default 30 s, far coarser than they are). A headers
       // timeout of 0 (no limit) made it a timer of 0 ms, run every millisecond.
       connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs || 1000),
-      // Idle keep-alive connections outlive a load balancer's (60 s is common), so it never reuses a socket
-      // we are closing.
-      keepAliveTimeout: 65_000,
+      // Idle keep-alive connections outlive a load balancer's (60 s is common; KEEP_ALIVE_TIMEOUT_MS for
+      // others), so it never reuses a socket we are closing.
+      keepAliveTimeout: timeouts.keepAliveTimeoutMs,
       // HTTP/1.1 without Host is refused below, in the error shape: Node's own 400 had an empty body.
       requireHostHeader: false,
     },

@@ -274,6 +274,20 @@ describe('a request answered before its body has arrived (a 401 or 413 to an upl
   });
 });
 
+describe('KEEP_ALIVE_TIMEOUT_MS (idle kept-alive connections)', () => {
+  // A load balancer that keeps idle connections to its backends longer than the service (Google Cloud's
+  // keeps them 600 s) reuses one the service is closing: its request is lost, a 502. It must be settable.
+  it('closes idle kept-alive connections after 65 s by default, or after KEEP_ALIVE_TIMEOUT_MS (at least 1)', () => {
+    expect(loadConfig({}).http.keepAliveTimeoutMs).toBe(65_000);
+    const http = loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '620000' }).http;
+    const server = createHttpServer(new Koa(), http);
+    expect(server.keepAliveTimeout).toBe(620_000);
+    server.close();
+    for (const bad of ['0', '-1', 'long'])
+      expect(() => loadConfig({ KEEP_ALIVE_TIMEOUT_MS: bad })).toThrow(/KEEP_ALIVE_TIMEOUT_MS/);
+  });
+});
+
 describe('HEADERS_TIMEOUT_MS=0 (no limit on the headers)', () => {
   it("checks the request timeout once a second, not on a timer of 0 ms (1 ms: a busy loop's CPU)", () => {
     const server = createHttpServer(new Koa(), { ...DEFAULT_TIMEOUTS, headersTimeoutMs: 0 });
