@@ -62,9 +62,15 @@ export function paymentCommands(deps: AppDeps): Router {
       );
       if (!canceled.ok) return; // a payment without a booking has nothing to cancel
       let position = canceled.position ?? canceled.observed;
-      // Each session's slot, as the booking process frees it: in the session's cancellation's name.
-      for (const [i, e] of canceled.events.entries()) {
-        const { sessionId } = (e as SessionCanceled).data;
+      // Each canceled session's slot, as the booking process frees it, in the name of the session's
+      // cancellation when this request wrote it. The booking process may have canceled the sessions first
+      // (then this request decided nothing above) and not freed the slots yet: freed here all the same, and
+      // a slot freed already decides nothing.
+      const causeOf = new Map(
+        canceled.events.map((e, i) => [(e as SessionCanceled).data.sessionId, canceled.eventIds[i]]),
+      );
+      for (const [sessionId, session] of canceled.state.sessions) {
+        if (session.state !== 'canceled') continue;
         const released = await handleCommand(
           deps.store,
           calendarStream(canceled.state.coachId),
@@ -77,7 +83,7 @@ export function paymentCommands(deps: AppDeps): Router {
             reason: 'canceled',
             now,
           },
-          metadata(canceled.eventIds[i]),
+          metadata(causeOf.get(sessionId) ?? causationId),
           50,
         );
         if (released.ok) position = released.position ?? released.observed ?? position;

@@ -7,6 +7,8 @@ import type { BookingEvent } from '../../commands/booking/events';
 import { deliveryStream } from '../../commands/delivery/events';
 import { NOTIFYING_SESSION_EVENTS, sessionNotices } from '../../commands/notifications/sessionNotices';
 import { loadConfig } from '../../src/config';
+import { migrations } from '../../src/db/migrations';
+import { LEASES } from '../../src/leases';
 import { signToken, type Role } from '../../src/http/auth';
 import { marketplace } from '../support/marketplace';
 import { freshPostgres, type TestDatabase } from '../support/services';
@@ -534,6 +536,29 @@ describePg(
         const [booked] = (await first.json()) as { id: string; groupId: string; paymentId: string }[];
         expect(await again.json()).toEqual([expect.objectContaining({ ...booked })]);
         expect(await availability(b)).not.toContain(`${day}T10:00:00`);
+        // What the client reads next, asked of the other instance at once: read models are shared, and A
+        // answered only once they held the booking (README, "Several instances").
+        const session = await call(b, 'GET', `/api/v1/session/${booked!.id}`, { token: client.token });
+        expect(session).toMatchObject({ status: 200, body: { id: booked!.id, state: 'new' } });
+        const mine = await call(b, 'GET', '/api/v1/sessions', { token: client.token });
+        expect((mine.body as { id: string }[]).map((x) => x.id)).toEqual([booked!.id]);
+        const theirs = await call(b, 'GET', '/api/v1/sessions?state=new', { token: coach.token });
+        expect((theirs.body as { id: string }[]).map((x) => x.id)).toContain(booked!.id);
+        expect(
+          await call(b, 'GET', `/api/v1/payment/${booked!.paymentId}`, { token: client.token }),
+        ).toMatchObject({ status: 200, body: { id: booked!.paymentId, status: 'awaiting' } });
+        // A payment moved on A is shown moved by B, history included.
+        const service = token(randomUUID(), ['service']);
+        expect(
+          (
+            await call(a, 'POST', `/api/v1/payment/private/payment/${booked!.paymentId}/update`, {
+              token: service,
+              body: { status: 'checkout' },
+            })
+          ).status,
+        ).toBe(200);
+        const moved = await call(b, 'GET', `/api/v1/payment/${booked!.paymentId}`, { token: client.token });
+        expect(moved.body).toMatchObject({ status: 'checkout', history: [{ to: 'checkout' }] });
         const holds = (await logged()).filter(
           (e) => e.type === 'SlotsReserved' && e.data.clientId === client.id,
         );
@@ -543,9 +568,79 @@ describePg(
         expect(
           (await call(b, 'POST', `/api/v1/session/${booked!.id}/approve`, { token: coach.token })).body,
         ).toMatchObject({ id: booked!.id, state: 'approved' });
+        expect(
+          (await call(a, 'GET', `/api/v1/session/${booked!.id}`, { token: client.token })).body,
+        ).toMatchObject({ id: booked!.id, state: 'approved' });
+        // The coach's profile as B caches it, after a change answered by A.
+        const profile = async (on: Instance) =>
+          (await call(on, 'GET', `/api/v1/coach/${coach.id}/profile`)).body as { firstName: string };
+        expect(await profile(b)).toMatchObject({ firstName: 'Coach' });
+        expect(
+          (
+            await call(a, 'PUT', `/api/v1/users/${coach.id}`, {
+              token: service,
+              body: { firstName: 'Renamed' },
+            })
+          ).status,
+        ).toBe(200);
+        expect(await profile(b)).toMatchObject({ firstName: 'Renamed' });
+        // The payment canceled on A: B shows the session canceled and the slot free (its cache included).
+        expect(await availability(b)).not.toContain(`${day}T10:00:00`);
+        expect(
+          (
+            await call(a, 'POST', `/api/v1/payment/private/payment/${booked!.paymentId}/cancel`, {
+              token: service,
+            })
+          ).status,
+        ).toBe(200);
+        expect(
+          (await call(b, 'GET', `/api/v1/session/${booked!.id}`, { token: client.token })).body,
+        ).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
+        expect(await availability(b)).toContain(`${day}T10:00:00`);
       } catch (err) {
         for (const i of running) console.error(`--- instance ${i.id}\n${i.output.join('').slice(-4000)}`);
         throw err;
+      }
+    }, 120_000);
+
+    it('starts two instances at once on a new database: the migrations run once, each lease has one owner', async () => {
+      for (const i of running) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+      // A database of its own, events included (on EventStoreDB too: the log there holds the tests' before),
+      // so both find nothing made and race for every table, the event store's and the read models'.
+      const fresh = await freshPostgres(process.env.DATABASE_URL!);
+      const own: NodeJS.ProcessEnv = { ...env, DATABASE_URL: fresh.url };
+      delete own.EVENTSTORE_URL;
+      try {
+        const [a, b] = await Promise.all([
+          startInstance({ ...own, INSTANCE_ID: 'a' }),
+          startInstance({ ...own, INSTANCE_ID: 'b' }),
+        ]);
+        running.push(a!, b!);
+        const { rows } = await fresh.db.query<{ version: number }>(
+          'SELECT version FROM schema_migrations ORDER BY version',
+        );
+        expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version).sort((x, y) => x - y));
+        const leases = (await health(b!)).leases as { name: string; owner: string }[];
+        expect(leases.map((l) => l.name).sort()).toEqual(Object.values(LEASES).sort());
+        for (const l of leases) expect([a!.id, b!.id]).toContain(l.owner);
+        // Both serve: a user made through one is read through the other.
+        const m = marketplace({
+          token,
+          request: (method: string, p: string, opts?: { token?: string; body?: unknown }) =>
+            call(a!, method, p, opts),
+        } as unknown as TestSystem);
+        const coach = await m.coach();
+        expect((await call(b!, 'GET', `/api/v1/coach/${coach.id}/profile`)).status).toBe(200);
+      } finally {
+        for (const i of running) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+        await Promise.all(
+          running.map((i) =>
+            i.child.exitCode === null && i.child.signalCode === null
+              ? new Promise((r) => i.child.once('exit', r))
+              : undefined,
+          ),
+        );
+        await fresh.drop();
       }
     }, 120_000);
   },
