@@ -23,9 +23,11 @@ import { notificationProcess } from './notificationProcess';
 import { notificationsProjection } from './notifications';
 import { notificationChannelsProjection } from './notificationChannels';
 import { webhookProcess } from './webhookProcess';
+import { blobCleanupProcess } from './blobCleanupProcess';
 import type { Database } from '../src/db/database';
 import type { Logger } from '../src/log';
 import type { Mailer } from '../src/mail/mailer';
+import type { BlobStore } from '../src/storage/types';
 
 /** Every read model and process manager the service runs. */
 export const allProjections = (ctx: {
@@ -38,6 +40,8 @@ export const allProjections = (ctx: {
   onWebhookQueued?: () => void;
   /** MAIL_LEASE_MS (default 2 minutes): how long an e-mail claim is exclusive. */
   mailLeaseMs?: number;
+  /** The file storage: with it, the process manager removing files that events made unreferenced runs. */
+  blobs?: BlobStore;
 }): Projection[] => [
   addressesProjection,
   userProfilesProjection,
@@ -61,4 +65,5 @@ export const allProjections = (ctx: {
   emailProcess({ ...ctx, mailLeaseMs: ctx.mailLeaseMs ?? DEFAULT_MAIL_LEASE_MS }),
   webhookProcess({ store: ctx.store, db: ctx.db, onQueued: ctx.onWebhookQueued }),
   emailDeliveriesProjection,
+  ...(ctx.blobs ? [blobCleanupProcess({ blobs: ctx.blobs, log: ctx.log })] : []),
 ];

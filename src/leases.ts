@@ -14,6 +14,8 @@ export const LEASES = {
   paymentExpiry: 'payment-expiry',
   /** The webhook process manager (queues deliveries) and the dispatcher (sends them). */
   webhooks: 'webhooks',
+  /** The process manager removing files that events made unreferenced (projections/blobCleanupProcess). */
+  blobCleanup: 'blob-cleanup',
 } as const;
 
 /** What `/healthz` shows of a lease: who holds it and until when. */

@@ -102,6 +102,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   );
   const clock = overrides.clock ?? (() => new Date());
   const mailer = metrics.instrumentMailer(createMailer(config));
+  const blobs = await openBlobStore(config);
   // Each start is a new owner: a restarted process never mistakes its predecessor's leases for its own.
   const instanceId = `${config.instanceName}-${randomUUID().slice(0, 8)}`;
   const leases =
@@ -128,6 +129,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
       log,
       mailLeaseMs: config.mailLeaseMs,
       onWebhookQueued: () => webhooks.kick(),
+      blobs,
     }),
     log,
     { leases },
@@ -147,7 +149,7 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     log,
     clock,
     newId: keyedNewId(overrides.newId ?? randomUUID),
-    blobs: await openBlobStore(config),
+    blobs,
     mailer,
     metrics,
     leases,

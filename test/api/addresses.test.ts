@@ -267,6 +267,7 @@ describe('saved addresses (endpoints 32, 33)', () => {
     // One instance: it owns every process manager and sweeper, and says so.
     expect(ok.body.instance).toEqual(expect.any(String));
     expect(ok.body.leases.map((l: { name: string }) => l.name)).toEqual([
+      'blob-cleanup',
       'booking-process',
       'mail',
       'notification-process',

@@ -15,6 +15,7 @@ import { signToken } from '../../src/http/auth';
 import { createHttpServer } from '../../src/http/server';
 import { createLogger } from '../../src/log';
 import { createMailer } from '../../src/mail/mailer';
+import { createFilesystemBlobStore } from '../../src/storage/filesystem';
 import { createSystem, type System } from '../../src/system';
 import { allProjections } from '../../projections';
 import { appendGeneratedLog } from '../support/generatedLog';
@@ -67,6 +68,8 @@ beforeAll(async () => {
     mailer: createMailer({ mailFrom: 'x@example.com', dataDir }),
     log: createLogger({ service: 'test' }),
     clock: () => new Date(),
+    // With the file storage, the list holds every process manager the service runs (the file clean-up too).
+    blobs: await createFilesystemBlobStore(path.join(dataDir, 'blobs')),
   }).map((p) => p.name);
   for (const name of names)
     await db.query(
