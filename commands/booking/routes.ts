@@ -481,22 +481,34 @@ export function bookingCommands(deps: AppDeps): Router {
       const causationId = outcome.eventIds[outcome.events.findIndex((e) => e.type === 'SlotMoved')];
       if (moved) {
         const m = moved.data;
-        const recorded = await handleCommand(
-          deps.store,
-          bookingStream(groupId),
-          booking,
-          {
-            type: 'RecordMove',
-            sessionId,
-            from: m.from,
-            to: m.to,
-            by: m.by,
-            moveId: m.moveId,
-            now: m.movedAt,
-          },
-          { ...metadata, ...(causationId ? { causationId } : {}) },
-        );
-        if (recorded.ok && recorded.position) last = recorded.position;
+        const record: BookingCommand = {
+          type: 'RecordMove',
+          sessionId,
+          from: m.from,
+          to: m.to,
+          by: m.by,
+          moveId: m.moveId,
+          now: m.movedAt,
+        };
+        try {
+          const recorded = await handleCommand(deps.store, bookingStream(groupId), booking, record, {
+            ...metadata,
+            ...(causationId ? { causationId } : {}),
+          });
+          if (recorded.ok && recorded.position) last = recorded.position;
+        } catch (err) {
+          // The hold has moved: that is the reschedule, and the booking process records it from the SlotMoved.
+          // The caller is answered the moved session, not sent to retry into a 409 (as a booking's hold is).
+          deps.log.error(
+            'session moved on the calendar but not recorded; the booking process will record it',
+            {
+              sessionId,
+              error: err instanceof Error ? err.message : String(err),
+            },
+          );
+          const decided = booking.decide(record, b);
+          return decided._tag === 'Right' ? decided.right.reduce(booking.evolve, b) : b;
+        }
       }
     }
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, ['calendar', 'sessions']);

@@ -6,7 +6,7 @@ import { calendarStream } from '../../commands/calendar/events';
 import { bookingProcess } from '../../projections/bookingProcess';
 import { notificationProcess } from '../../projections/notificationProcess';
 import { eventually } from '../support/marketplace';
-import { type TestSystem } from '../support/system';
+import { testEventStoreOnEsdb, type TestSystem } from '../support/system';
 import { apiSuite, type Marketplace } from '../support/apiSuite';
 
 // Tuesday 1 December 2026, 08:00 UTC (09:00 in Berlin).
@@ -38,6 +38,13 @@ const sessionAs = async (token: string, id: string) =>
   (await t.request('GET', `/api/v1/session/${id}`, { token })).body;
 const typesOf = async (stream: string) =>
   (await t.system.deps.store.readStream(stream)).events.map((e) => e.type);
+
+/** The request's own write of the booking's record after the hold moved: only EventStoreDB writes them apart. */
+const itOnEsdb = testEventStoreOnEsdb() ? it : it.skip;
+if (!testEventStoreOnEsdb())
+  console.log(
+    'session-reschedule: the failed booking write after the move is tested on EventStoreDB only (the SQL stores write both in one transaction)',
+  );
 
 async function booked(over: Record<string, unknown> = {}) {
   const coach = await m.coach();
@@ -259,6 +266,35 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
       expect(moved.metadata.writtenWith).toEqual([bookingStream(groupId)]);
     }
   });
+
+  itOnEsdb(
+    'the booking write failing after the hold moved: answered moved, and the booking process records it',
+    async () => {
+      const { client, session } = await booked();
+      const { store } = t.system.deps;
+      const append = store.append;
+      let failures = 1;
+      store.append = async (name, events, opts) => {
+        // The request's own write (its events carry the request id; the booking process's do not).
+        const fromRequest = events.some((e) => e.metadata?.requestId);
+        if (name === bookingStream(session.groupId) && fromRequest && failures-- > 0)
+          throw new Error('connection reset');
+        return append.call(store, name, events, opts);
+      };
+      try {
+        const res = await move(client.token, session.id, '2026-12-02T14:00');
+        expect([res.status, res.body.slot]).toEqual([200, '2026-12-02T14:00:00']);
+      } finally {
+        store.append = append;
+      }
+      const seen = await eventually(
+        () => sessionAs(client.token, session.id),
+        (x: { slot: string }) => x.slot === '2026-12-02T14:00:00',
+      );
+      expect(seen.slot).toBe('2026-12-02T14:00:00');
+      expect(await typesOf(bookingStream(session.groupId))).toEqual(['SessionsBooked', 'SessionRescheduled']);
+    },
+  );
 
   it('the booking process records a calendar move whose booking event is missing, once (a request that died)', async () => {
     const { client, coach, session } = await booked();
