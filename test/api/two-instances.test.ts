@@ -564,6 +564,36 @@ describePg(
         );
         expect(holds.map((e) => e.data.groupId)).toEqual([booked!.groupId]);
 
+        // The same key sent to A and B at once: one runs, the other is asked to retry (409 conflict,
+        // Retry-After) or replays it; one booking either way, and a retry replays it on either instance.
+        const racer = await m.client();
+        const raceKey = randomUUID();
+        const race = (on: Instance) =>
+          fetch(`${on.baseUrl}/api/v1/service/${serviceId}`, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              authorization: `Bearer ${racer.token}`,
+              'idempotency-key': raceKey,
+            },
+            body: JSON.stringify({ slots: [`${day}T11:00:00`] }),
+          });
+        const raced = await Promise.all([race(a), race(b)]);
+        const outcomes = raced.map((r) =>
+          r.status === 409 ? `409 ${r.headers.get('retry-after')}` : String(r.status),
+        );
+        expect(outcomes).toContain('200');
+        expect(outcomes.every((o) => o === '200' || o === '409 1')).toBe(true);
+        const won = ((await raced.find((r) => r.status === 200)!.json()) as { id: string }[])[0]!;
+        for (const on of [a, b]) {
+          const retried = await race(on);
+          expect(retried.headers.get('idempotent-replayed')).toBe('true');
+          expect(((await retried.json()) as { id: string }[])[0]!.id).toBe(won.id);
+        }
+        expect(
+          (await logged()).filter((e) => e.type === 'SlotsReserved' && e.data.clientId === racer.id),
+        ).toHaveLength(1);
+
         // The party's session action on B, at once, for the booking A took.
         expect(
           (await call(b, 'POST', `/api/v1/session/${booked!.id}/approve`, { token: coach.token })).body,
