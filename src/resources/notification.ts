@@ -25,6 +25,7 @@ export const NOTIFICATION_CODES: Readonly<Record<string, number>> = {
   session_disputed: 5,
   service_rejected: 6,
   webhook_removed: 7,
+  session_rescheduled: 8,
 };
 export const notificationCode = (type: string): number =>
   Object.hasOwn(NOTIFICATION_CODES, type) ? NOTIFICATION_CODES[type]! : 0;

@@ -125,6 +125,7 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
       expect.objectContaining({
         contentType: 'session',
         contentId: session.id,
+        code: 8,
         message: 'Your coach moved your session of Tennis basics',
       }),
     ]);
