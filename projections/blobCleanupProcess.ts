@@ -4,7 +4,7 @@ import type { RecordedEvent } from '../src/eventstore/types';
 import { LEASES } from '../src/leases';
 import type { Logger } from '../src/log';
 import { BlobStoreUnavailableError, type BlobStore } from '../src/storage/types';
-import type { Projection } from './runner';
+import { isTransient, type Projection } from './runner';
 
 /** The blob keys an event makes unreferenced: a replace's old files, a delete's or a removal's files. */
 export function keysReleasedBy(recorded: RecordedEvent): string[] {
@@ -44,15 +44,20 @@ export function blobCleanupProcess(deps: { blobs: BlobStore; log: Logger }): Pro
         try {
           await deps.blobs.delete(key);
         } catch (err) {
-          // The storage away (S3 down, slow, 5xx): tried again with backoff until it answers, never given
-          // up on (a projection stopped by it would make /healthz 503 over a file left behind). Any other
-          // failure is the runner's poison case: retried, then the process manager stops, loudly.
-          if (!(err instanceof BlobStoreUnavailableError)) throw err;
-          deps.log.warn('could not remove an unreferenced file yet; will try again', {
+          // The storage away (S3 down, slow, 5xx, unreachable): tried again with backoff until it answers.
+          if (err instanceof BlobStoreUnavailableError || isTransient(err)) {
+            deps.log.warn('could not remove an unreferenced file yet; will try again', {
+              key,
+              err: String(err),
+            });
+            throw Object.assign(err as Error, { transient: true });
+          }
+          // Anything else (a file the process may not remove) leaves the file, as a route's removal does:
+          // stopping the process manager over it would make /healthz 503 and hold back every later removal.
+          deps.log.error('could not remove an unreferenced file; it is left behind', {
             key,
-            err: err.message,
+            err: String(err),
           });
-          throw Object.assign(err, { transient: true });
         }
       }
     },
