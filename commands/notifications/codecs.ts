@@ -1,7 +1,7 @@
 import * as t from 'io-ts';
 import { Uuid, boundedString, codePointLength, refine, strict } from '../../src/http/validation';
 import { isDeliverable, isMailbox } from '../../src/mail/compose';
-import { describeSchema } from '../../src/http/openapi/jsonSchema';
+import { describeSchema, sharpenSchema } from '../../src/http/openapi/jsonSchema';
 import { webhookUrlProblem } from '../../src/webhooks/target';
 
 const IDS_MESSAGE = 'List should have 1 to 200 notification ids';
@@ -26,7 +26,15 @@ const ADDRESS_MAX = 500;
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** 27. POST /api/v1/notification/channel: the address must suit the type (checked in the route). */
 export const ChannelBody = strict(
-  { type: t.keyof({ email: null, push: null, webhook: null }), address: boundedString(ADDRESS_MAX, 1) },
+  {
+    type: t.keyof({ email: null, push: null, webhook: null }),
+    // Checked by type once decoded (channelAddressProblem): said in /openapi.json, where a schema cannot.
+    address: sharpenSchema(boundedString(ADDRESS_MAX, 1), {
+      description:
+        'By `type`: `email` an e-mail address (at most 254 characters); `push` a token without spaces; ' +
+        '`webhook` an https URL to a public address (at most 500 characters once normalized)',
+    }),
+  },
   {},
   'NotificationChannel',
 );

@@ -763,6 +763,13 @@ describe('request fields whose form the routes check', () => {
     expect(query('/api/v1/audit/events', 'type').maxLength).toBe(1000);
   });
 
+  it("says in its description what a channel's address must be for each type (27), as a schema cannot", () => {
+    const address = body('/api/v1/notification/channel', 'post').properties.address;
+    expect(address).toMatchObject({ type: 'string', minLength: 1, maxLength: 500 });
+    for (const rule of ['`email`', '`push`', '`webhook` an https URL'])
+      expect(address.description).toContain(rule);
+  });
+
   it('says a verification e-mail (18) needs a code or a link', async () => {
     const { default: Ajv2020 } = await import('ajv/dist/2020');
     const schema = body('/api/v1/notification/private/email/{user_id}/verification', 'post');
