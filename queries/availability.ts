@@ -5,7 +5,6 @@ import { DateTime } from 'luxon';
 import type { Schedule } from '../commands/calendar/events';
 import { IsoDate } from '../commands/calendar/codecs';
 import {
-  freeSlots,
   freeSlotsUntil,
   localDate,
   offeredRulesOf,
@@ -260,43 +259,18 @@ async function holdsNear(
   }));
 }
 
-const slotsFor = (
-  s: ServiceOut,
-  schedule: Schedule | null,
-  reservations: Reservation[],
-  from: string,
-  to: string,
-  now: Date,
-  travel: number,
-  place: string,
-  packageUntil?: number,
-  limit = Infinity,
-): FreeSlot[] =>
-  schedule
-    ? freeSlots(
-        schedule,
-        reservations,
-        offeredRules(s, place, packageUntil),
-        from,
-        to,
-        now,
-        travel,
-        undefined,
-        limit,
-      )
-    : [];
-
 /**
  * The clients holding a seat in each offered slot (by its start, epoch ms): a group slot with seats left.
  * A client holds at most one seat of a slot (the calendar decider refuses a second, 409 `slot_unavailable`
- * "you already hold ..."), so such a slot is not offered to its holders (`withoutOwnSeats`).
+ * "you already hold ..."), so such a slot is not offered to its holders (`withoutOwnSeats`). With `slots`
+ * null: the holders of every reservation given, offered or not.
  */
-function seatHolders(reservations: Iterable<Reservation>, slots: FreeSlot[]): Map<number, string[]> {
-  const offered = new Set(slots.map((x) => Date.parse(x.startsAt)));
+function seatHolders(reservations: Iterable<Reservation>, slots: FreeSlot[] | null): Map<number, string[]> {
+  const offered = slots && new Set(slots.map((x) => Date.parse(x.startsAt)));
   const holders = new Map<number, string[]>();
   for (const r of reservations) {
     const start = Date.parse(r.startsAt);
-    if (!offered.has(start)) continue;
+    if (offered && !offered.has(start)) continue;
     const ids = holders.get(start);
     if (ids) ids.push(r.clientId);
     else holders.set(start, [r.clientId]);
@@ -313,20 +287,95 @@ const withoutOwnSeats = (slots: FreeSlot[], own: Set<number>): FreeSlot[] =>
   own.size ? slots.filter((x) => !own.has(Date.parse(x.startsAt))) : slots;
 
 /**
- * The most free slots one answer of endpoint 11 lists, over all the coach's services: a coach open around
- * the clock with many short services had 44 MB answers for 62 days that held the process for seconds.
- * Each service's slots are computed on a turn of their own, so other requests are served in between.
+ * The most free slots one answer of endpoint 6 or 11 (over all the coach's services) lists: on 11 a coach
+ * open around the clock with many short services had 44 MB answers for 62 days, on 6 a service with a start
+ * time every minute (stored before `Service.slots` held at most 500) 11 MB, each holding the process for a
+ * second or more per request. A range asked for (`to_date`) holding more is refused; the default range is
+ * shortened to its last whole day within the bound (`SlotBound`). Slots are computed only until the bound is
+ * passed, so a refused or shortened answer costs what the bound does. On 11 each service's slots are computed
+ * on a turn of their own, so other requests are served in between.
  */
 export const MAX_SLOTS_PER_ANSWER = 20_000;
 
-const tooManySlots = () =>
+const tooManySlots = (who: string) =>
   new ValidationError([
     {
       loc: ['query', 'to_date'],
-      msg: `the coach's services have more than ${MAX_SLOTS_PER_ANSWER} free slots in this range: ask for fewer days`,
+      msg: `${who} more than ${MAX_SLOTS_PER_ANSWER} free slots in this range: ask for fewer days`,
       type: 'value_error',
     },
   ]);
+
+/** The local date of a slot (its label's). */
+const dateOf = (x: FreeSlot) => x.slot.slice(0, 10);
+
+/** The slots (in date order, as freeSlots lists them) of the dates up to `last`. */
+const through = (slots: FreeSlot[], last: string): FreeSlot[] =>
+  slots.length && dateOf(slots[slots.length - 1]!) > last ? slots.filter((x) => dateOf(x) <= last) : slots;
+
+/**
+ * One answer's bound (`MAX_SLOTS_PER_ANSWER`) over the local dates of its range: the slots listed through
+ * each date by the services counted so far, and the last date all of them may be answered through.
+ */
+class SlotBound {
+  readonly dates: string[] = [];
+  private readonly index = new Map<string, number>();
+  private readonly taken: number[];
+  /** The index in `dates` of the last date answered; -1 when even the first holds more than the bound. */
+  last: number;
+
+  constructor(from: string, to: string) {
+    for (let d = from; d <= to; d = utcDate(Date.parse(d) + DAY_MS)) {
+      this.index.set(d, this.dates.length);
+      this.dates.push(d);
+    }
+    this.taken = this.dates.map(() => 0);
+    this.last = this.dates.length - 1;
+  }
+
+  /** Whether the whole range is answered. */
+  get whole(): boolean {
+    return this.last === this.dates.length - 1;
+  }
+
+  /** The last date answered. */
+  get toDate(): string {
+    return this.dates[Math.max(this.last, 0)]!;
+  }
+
+  /**
+   * freeSlotsUntil's limit for one more service: the bound less what the services counted list through
+   * each date, plus `slack`, the slots it may find that are not listed (the caller's own seats). So a
+   * computation stopped on a date knows that date is over the bound, and spent no more than the bound.
+   */
+  limit(slack: number): (date: string) => number {
+    let sum = 0;
+    const room = this.taken.map((n) => MAX_SLOTS_PER_ANSWER - (sum += n));
+    return (date) => (room[this.index.get(date) ?? 0] ?? 0) + slack;
+  }
+
+  /**
+   * Counts one more service's listed slots, computed with `limit` through `toDate` and stopped on the date
+   * `stoppedOn` if it was: the last date answered becomes the last through which all services counted list
+   * at most the bound.
+   */
+  count(listed: FreeSlot[], stoppedOn?: string): void {
+    const mine = this.dates.map(() => 0);
+    for (const x of listed) {
+      const i = this.index.get(dateOf(x));
+      if (i !== undefined) mine[i]! += 1;
+    }
+    let total = 0;
+    for (let i = 0; i <= this.last; i++) {
+      total += this.taken[i]! + mine[i]!;
+      if (total > MAX_SLOTS_PER_ANSWER || this.dates[i] === stoppedOn) {
+        this.last = i - 1;
+        break;
+      }
+    }
+    mine.forEach((n, i) => (this.taken[i]! += n));
+  }
+}
 
 /**
  * The rules availability offers a service's slots by; `packageUntil`: the end of the caller's open package
@@ -347,10 +396,17 @@ const queryKey = (query: Record<string, unknown>) => JSON.stringify(RANGE_KEYS.m
 /** What endpoint 6 caches per service and query: its answer as text, with a hole for the caller's packages. */
 interface CachedAvailability {
   coachId: string;
-  answer: HoledJson;
+  /** Null: the range asked for holds more slots than one answer lists (422). */
+  answer: HoledJson | null;
+  /** Whether the answer is within the bound without shortening the range (else shortened or refused). */
+  whole: boolean;
   /** The last instant a package bought now may hold a session (Infinity for a single-session service). */
   packageEnd: number;
-  /** Who holds a seat in the group slots offered (`seatHolders`): not offered to them. */
+  /**
+   * Who holds a seat in the group slots offered (`seatHolders`): not offered to them. When the bound
+   * shortened or refused the answer, who holds any seat of the service: unlisted seats may make room for
+   * more of its slots, so such a caller gets an answer of its own.
+   */
   holders: Map<number, string[]>;
 }
 
@@ -429,15 +485,18 @@ export function availabilityQueries(deps: AppDeps): Router {
     // The holder of an open package is offered its slots up to the package's own last day, when a coach
     // who shortened expiresInDays put it after a new package's: an answer of its own, never cached.
     const holderUntil = packaged?.openUntil;
-    const shared =
-      holderUntil !== undefined && holderUntil > common.packageEnd
-        ? await computeShared(holderUntil)
-        : common;
-    ctx.type = 'application/json';
-    const body = fillHole(shared.answer, packaged?.text ?? '[]');
+    const packageUntil =
+      holderUntil !== undefined && holderUntil > common.packageEnd ? holderUntil : undefined;
+    const shared = packageUntil !== undefined ? await computeShared(packageUntil) : common;
     // A group slot the caller holds a seat in is not offered to it (booking it again is refused).
     const own = caller ? ownSeats(shared.holders, caller.userId) : new Set<number>();
-    if (own.size) {
+    // The bound counts the slots listed: when it shortened or refused the answer, the caller's own seats
+    // (not listed to it) may leave room for more, so it gets an answer of its own, without them.
+    const mine = own.size && !shared.whole ? await computeShared(packageUntil, own) : shared;
+    if (!mine.answer) throw tooManySlots('the service has');
+    ctx.type = 'application/json';
+    const body = fillHole(mine.answer, packaged?.text ?? '[]');
+    if (own.size && mine === shared) {
       const answer = JSON.parse(body.toString()) as { slots: FreeSlot[] };
       ctx.body = JSON.stringify({ ...answer, slots: withoutOwnSeats(answer.slots, own) });
     } else ctx.body = body;
@@ -447,8 +506,11 @@ export function availabilityQueries(deps: AppDeps): Router {
       return packages.some((p) => p.open);
     }
 
-    /** The answer without the caller's packages, computed (and cached when it may be). */
-    async function computeShared(packageUntil?: number): Promise<CachedAvailability> {
+    /**
+     * The answer without the caller's packages, computed (and cached when it may be); with `own`, the
+     * answer to a caller holding seats in these slots, without them.
+     */
+    async function computeShared(packageUntil?: number, own?: Set<number>): Promise<CachedAvailability> {
       const { lo, hi } = holdWindow(ctx.query, now);
       const res = await deps.db.query<{
         id: string;
@@ -479,7 +541,8 @@ export function availabilityQueries(deps: AppDeps): Router {
               startsAt: new Date(h.startsAt).toISOString(),
               endsAt: new Date(h.endsAt).toISOString(),
             }));
-      const { slots, until } = row.schedule
+      const bound = new SlotBound(from, to);
+      const found = row.schedule
         ? freeSlotsUntil(
             row.schedule,
             reservations,
@@ -488,41 +551,58 @@ export function availabilityQueries(deps: AppDeps): Router {
             to,
             now,
             travel,
+            undefined,
+            bound.limit(own?.size ?? 0),
           )
         : { slots: [], until: Infinity };
-      const holed = holedJson(
-        {
-          serviceId,
-          coachId: row.coach_id,
-          timezone: zone,
-          fromDate: from,
-          toDate: to,
-          minutesDuration: service.sessionMinutesDuration,
-          minutesTravel: travel,
-          groupSession: service.groupSession,
-          slots,
-          packages: null,
-        },
-        'packages',
-        '[]',
-      );
+      const until = found.until;
+      const listed = own ? withoutOwnSeats(found.slots, own) : found.slots;
+      bound.count(listed, found.stoppedOn);
+      // A range asked for is answered whole or refused; the default one (no to_date) is shortened to its
+      // last whole day within the bound, which `toDate` says.
+      const answered = bound.whole || (ctx.query.to_date === undefined && bound.last >= 0);
+      const slots = through(listed, bound.toDate);
+      const holed = answered
+        ? holedJson(
+            {
+              serviceId,
+              coachId: row.coach_id,
+              timezone: zone,
+              fromDate: from,
+              toDate: bound.toDate,
+              minutesDuration: service.sessionMinutesDuration,
+              minutesTravel: travel,
+              groupSession: service.groupSession,
+              slots,
+              packages: null,
+            },
+            'packages',
+            '[]',
+          )
+        : null;
       const packageEnd =
         service.numberOfSessions > 1
           ? packageLastDay(now.toISOString(), service.expiresInDays, zone).endOf('day').toMillis()
           : Infinity;
-      const holders = seatHolders(reservations, slots);
-      const answer = { coachId: row.coach_id, answer: holed, packageEnd, holders };
+      const holders = bound.whole
+        ? seatHolders(reservations, slots)
+        : seatHolders(
+            reservations.filter((r) => r.serviceId === serviceId),
+            null,
+          );
+      const answer = { coachId: row.coach_id, answer: holed, whole: bound.whole, packageEnd, holders };
       const coachScope = userScope(row.coach_id);
       const token = tokenOf(coachScope);
       // The default range starts today in the coach's zone: true until the next local midnight.
       const rangeUntil = ctx.query.from_date === undefined ? nextLocalMidnight(now, zone) : Infinity;
-      // A service not approved shows only to its coach: never cached; nor one answered to a holder.
-      if (row.status === 'approved' && token !== undefined && packageUntil === undefined)
+      // A service not approved shows only to its coach: never cached; nor one answered to a holder of a
+      // package or of seats. A refusal is cached too: asked again, it costs one indexed read.
+      if (row.status === 'approved' && token !== undefined && packageUntil === undefined && own === undefined)
         answers.set(
           key,
           token,
           answer,
-          holed.bytes.length + 64 * holders.size,
+          (holed?.bytes.length ?? 0) + 64 * holders.size,
           at,
           Math.min(until, rangeUntil),
         );
@@ -568,26 +648,32 @@ export function availabilityQueries(deps: AppDeps): Router {
         : [],
     );
     const answered = [];
-    let left = MAX_SLOTS_PER_ANSWER;
+    const bound = new SlotBound(from, to);
     for (const s of services) {
       if (answered.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const slots = slotsFor(
-        s,
-        schedule,
-        reservations,
-        from,
-        to,
-        now,
-        travel,
-        place,
-        held.openUntil.get(s.id),
-        left,
-      );
-      left -= slots.length;
-      if (left < 0) throw tooManySlots();
+      // Through the last date still answered; the caller's own seats are found but not listed nor counted.
+      const { slots, stoppedOn } = schedule
+        ? freeSlotsUntil(
+            schedule,
+            reservations,
+            offeredRules(s, place, held.openUntil.get(s.id)),
+            from,
+            bound.toDate,
+            now,
+            travel,
+            undefined,
+            bound.limit(own.size),
+          )
+        : { slots: [] };
+      const listed = withoutOwnSeats(slots, own);
+      bound.count(listed, stoppedOn);
+      // A range asked for is answered whole or refused; the default one (no to_date) is shortened to its
+      // last whole day within the bound, which `toDate` says.
+      if (!bound.whole && (ctx.query.to_date !== undefined || bound.last < 0))
+        throw tooManySlots("the coach's services have");
       answered.push({
         service: s,
-        slots: withoutOwnSeats(slots, own),
+        slots: listed,
         packages: packages.filter((p) => p.serviceId === s.id),
       });
     }
@@ -595,9 +681,9 @@ export function availabilityQueries(deps: AppDeps): Router {
       coachId,
       timezone: zone,
       fromDate: from,
-      toDate: to,
+      toDate: bound.toDate,
       minutesTravel: travel,
-      services: answered,
+      services: answered.map((a) => ({ ...a, slots: through(a.slots, bound.toDate) })),
     };
   });
   return router;

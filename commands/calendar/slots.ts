@@ -269,11 +269,17 @@ export function freeSlots(
   /** Only this slot label (its first 16 characters, to the minute) is considered: a booking's check. */
   only?: string,
   /** Stop once more than this many free slots are found (an answer's bound, see `freeSlotsUntil`). */
-  limit = Infinity,
+  limit: SlotLimit = Infinity,
 ): FreeSlot[] {
   return freeSlotsUntil(schedule, reservations, rules, fromDate, toDate, now, travelMinutes, only, limit)
     .slots;
 }
+
+/**
+ * How many free slots a caller wants at most: a number, or per local date (YYYY-MM-DD) the most through that
+ * date, never growing from one date to the next (an answer's bound less what its other services list).
+ */
+export type SlotLimit = number | ((date: string) => number);
 
 /**
  * A reservation's start and end as epoch ms, parsed once per reservation object: a calendar's states share
@@ -303,11 +309,12 @@ export function freeSlotsUntil(
   travelMinutes = 0,
   only?: string,
   /**
-   * Stop once `limit + 1` free slots are found: a caller bounding its answer learns it is over the bound
-   * without computing the rest (`until` then covers only the slots seen).
+   * Stop once `limit + 1` free slots are found (through the date of the last one, for a limit per date): a
+   * caller bounding its answer learns it is over the bound without computing the rest (`until` then covers
+   * only the slots seen, and `stoppedOn` is the date of the last one; the dates before it are whole).
    */
-  limit = Infinity,
-): { slots: FreeSlot[]; until: number } {
+  limit: SlotLimit = Infinity,
+): { slots: FreeSlot[]; until: number; stoppedOn?: string } {
   const zone = schedule.timezone;
   const noticeMs = rules.minimumNoticeHours * 3_600_000;
   const windowMs = rules.bookingWindowDays * 86_400_000;
@@ -455,7 +462,8 @@ export function freeSlotsUntil(
           endsAt: new Date(e).toISOString(),
           remainingSeats: capacity - seatsTaken,
         });
-        if (out.length > limit) return { slots: out, until };
+        if (out.length > (typeof limit === 'number' ? limit : limit(date)))
+          return { slots: out, until, stoppedOn: date };
       }
     }
   }

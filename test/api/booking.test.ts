@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type TestSystem } from '../support/system';
 import { apiSuite, type Marketplace } from '../support/apiSuite';
+import { SERVICE_DEFAULTS } from '../../commands/services/codecs';
 
 // Tuesday 1 December 2026, 08:00 UTC (09:00 in Berlin). Tests move the clock forward when they need to.
 let t: TestSystem;
@@ -295,6 +296,170 @@ describe('availability and booking (6, 8, 11)', () => {
       [...ids].sort(),
     );
     for (const s of twoWeeks.body.services) expect(s.slots).toHaveLength(288 * 14);
+  });
+
+  describe('one answer lists at most 20,000 free slots (6, 11)', () => {
+    const aroundTheClock = () => {
+      const day = [{ start: '00:00', end: '24:00' }];
+      return m.coach({
+        weekly: Object.fromEntries(
+          ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((d) => [d, day]),
+        ),
+      });
+    };
+    const hhmm = (n: number) =>
+      `${String(Math.floor(n / 60)).padStart(2, '0')}:${String(n % 60).padStart(2, '0')}`;
+    /** 5-minute sessions starting every minute from 00:00 to 08:19 (500 start times, the most allowed). */
+    const busiest = {
+      sessionMinutesDuration: 5,
+      slots: Array.from({ length: 500 }, (_, i) => hhmm(i)),
+      minimumNoticeHours: 0,
+      bookingWindowDays: 365,
+    };
+    const tooMany = (who: string) => ({
+      detail: [
+        {
+          loc: ['query', 'to_date'],
+          msg: `${who} more than 20000 free slots in this range: ask for fewer days`,
+          type: 'value_error',
+        },
+      ],
+    });
+    const get = (path: string, token?: string) => t.request('GET', path, token ? { token } : {});
+    const dates = (slots: { slot: string }[]) => [...new Set(slots.map((s) => s.slot.slice(0, 10)))];
+
+    it('answers 422 at to_date when one service has more free slots in the range asked for (6)', async () => {
+      const coach = await aroundTheClock();
+      const serviceId = await m.offering(coach, busiest);
+      const url = `/api/v1/service/${serviceId}/availability`;
+      // 500 slots a day: 31,000 in 62 days.
+      for (let i = 0; i < 2; i++) {
+        const wide = await get(`${url}?from_date=2026-12-02&to_date=2027-02-01`);
+        expect([wide.status, wide.body]).toEqual([422, tooMany('the service has')]);
+      }
+      // 40 days hold 20,000: answered whole.
+      const forty = await get(`${url}?from_date=2026-12-02&to_date=2027-01-10`);
+      expect([forty.status, forty.body.toDate, forty.body.slots.length]).toEqual([200, '2027-01-10', 20_000]);
+    });
+
+    it('shortens the default range to its last whole day within the bound, toDate saying which (6)', async () => {
+      // A service stored before Service.slots was bounded to 500 start times: one every minute.
+      const coach = await aroundTheClock();
+      const serviceId = randomUUID();
+      const { position } = await t.system.deps.store.append(
+        `service-${serviceId}`,
+        [
+          {
+            type: 'ServiceCreated',
+            data: {
+              serviceId,
+              coachId: coach.id,
+              ...SERVICE_DEFAULTS,
+              ...busiest,
+              slots: Array.from({ length: 1440 }, (_, i) => hhmm(i)),
+              name: 'Every minute',
+              price: 10,
+              priceCurrency: 'EUR',
+              serviceTypes: ['tennis'],
+              status: 'review',
+              createdAt: '2026-01-01T00:00:00.000Z',
+            },
+          },
+        ],
+        { expectedRevision: 'any' },
+      );
+      expect(await t.system.runner.waitFor(position, 3000)).toBe(true);
+      const approved = await t.request('POST', `/api/v1/admin/services/${serviceId}/approve`, {
+        token: m.admin(),
+      });
+      expect(approved.status).toBe(200);
+      // Midnight in Berlin: 14 days of 1440 slots are 20,160; 13 days (18,720) are answered.
+      clock.set('2026-12-01T23:00:00Z');
+      const url = `/api/v1/service/${serviceId}/availability`;
+      for (const query of ['', '?from_date=2026-12-02', '']) {
+        const res = await get(`${url}${query}`);
+        expect([res.status, res.body.fromDate, res.body.toDate, res.body.slots.length]).toEqual([
+          200,
+          '2026-12-02',
+          '2026-12-14',
+          13 * 1440,
+        ]);
+        expect(dates(res.body.slots).at(-1)).toBe('2026-12-14');
+      }
+      // The same range asked for explicitly is refused, not shortened (nor served the shortened answer).
+      const asked = await get(`${url}?from_date=2026-12-02&to_date=2026-12-15`);
+      expect([asked.status, asked.body]).toEqual([422, tooMany('the service has')]);
+      const fewer = await get(`${url}?from_date=2026-12-02&to_date=2026-12-14`);
+      expect([fewer.status, fewer.body.slots.length]).toEqual([200, 13 * 1440]);
+    });
+
+    it("shortens the coach's default range to its last whole day within the bound, toDate saying which (11)", async () => {
+      const coach = await aroundTheClock();
+      for (const name of ['One', 'Two', 'Three']) await m.offering(coach, { ...busiest, name });
+      // Three services of 500 slots a day: 21,000 in the default 14 days, 19,500 in 13.
+      clock.set('2026-12-01T23:00:00Z');
+      const res = await get(`/api/v1/coach/${coach.id}/availability`);
+      expect([res.status, res.body.fromDate, res.body.toDate]).toEqual([200, '2026-12-02', '2026-12-14']);
+      expect(res.body.services).toHaveLength(3);
+      for (const s of res.body.services) {
+        expect(s.slots).toHaveLength(13 * 500);
+        expect(dates(s.slots).at(-1)).toBe('2026-12-14');
+      }
+      const asked = await get(
+        `/api/v1/coach/${coach.id}/availability?from_date=2026-12-02&to_date=2026-12-15`,
+      );
+      expect([asked.status, asked.body]).toEqual([422, tooMany("the coach's services have")]);
+    });
+
+    it("answers a normal coach's default two weeks whole (11)", async () => {
+      const coach = await m.coach();
+      const serviceId = await m.offering(coach);
+      const res = await get(`/api/v1/coach/${coach.id}/availability`);
+      expect([res.status, res.body.fromDate, res.body.toDate]).toEqual([200, '2026-12-01', '2026-12-14']);
+      // Today from 11:00 (2 hours' notice) to 16:00, then 8 a weekday: 6 + 3 x 8 + 5 x 8 + 8.
+      expect(res.body.services.map((s: { service: { id: string } }) => s.service.id)).toEqual([serviceId]);
+      expect(res.body.services[0].slots).toHaveLength(78);
+      expect(dates(res.body.services[0].slots)).toEqual([
+        '2026-12-01',
+        '2026-12-02',
+        '2026-12-03',
+        '2026-12-04',
+        '2026-12-07',
+        '2026-12-08',
+        '2026-12-09',
+        '2026-12-10',
+        '2026-12-11',
+        '2026-12-14',
+      ]);
+    });
+
+    it('counts the slots listed: a group slot the caller holds a seat in is not listed, nor counted (6, 11)', async () => {
+      const coach = await aroundTheClock();
+      const serviceId = await m.offering(coach, { ...busiest, groupSession: true, maxGroupSize: 3 });
+      // At 08:11 in Berlin today offers its last 9 starts: with 40 more days, 20,009 slots, less the 8 that
+      // overlap the seat booked below (07:56 to 08:04 but 08:00 itself): 20,001.
+      clock.set('2026-12-01T07:11:00Z');
+      const client = await m.client();
+      const seat = await book(client.token, serviceId, { slots: ['2026-12-05T08:00:00'] });
+      expect(seat.status).toBe(200);
+      const range = '?from_date=2026-12-01&to_date=2027-01-10';
+      const six = `/api/v1/service/${serviceId}/availability${range}`;
+      const eleven = `/api/v1/coach/${coach.id}/availability${range}`;
+      for (const [url, who] of [
+        [six, 'the service has'],
+        [eleven, "the coach's services have"],
+      ] as const) {
+        expect((await get(url)).body).toEqual(tooMany(who));
+        // Its holder is not offered the slot it holds a seat in: 20,000 listed, within the bound.
+        const held = await get(url, client.token);
+        expect(held.status).toBe(200);
+        const slots: { slot: string; remainingSeats: number }[] =
+          held.body.slots ?? held.body.services[0].slots;
+        expect(slots).toHaveLength(20_000);
+        expect(slots.map((s) => s.slot)).not.toContain('2026-12-05T08:00:00');
+        expect((await get(url, (await m.client()).token)).status).toBe(422);
+      }
+    });
   });
 
   it("stores the schedule's zone by its canonical IANA name, whatever the case it was sent in", async () => {
