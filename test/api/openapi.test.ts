@@ -591,6 +591,40 @@ describe('the reorder of videos (3)', () => {
   });
 });
 
+describe("the HTTP server's own answers", () => {
+  it('are listed on every operation (400, 408, 417, 431 come before any route), 417 as a real answer shows', async () => {
+    const missing: string[] = [];
+    for (const [path, ops] of Object.entries<any>(document.paths))
+      for (const [method, op] of Object.entries<any>(ops))
+        for (const status of ['400', '408', '417', '431'])
+          if (
+            op.responses[status]?.content?.['application/json']?.schema?.$ref !==
+            '#/components/schemas/ErrorResponse'
+          )
+            missing.push(`${method} ${path} ${status}`);
+    expect(missing).toEqual([]);
+    // An Expect other than 100-continue, on a route the document describes.
+    const { default: net } = await import('node:net');
+    const { port } = new URL(t.baseUrl);
+    const text = await new Promise<string>((resolve, reject) => {
+      let got = '';
+      const socket = net.connect(Number(port), '127.0.0.1', () =>
+        socket.write('GET /api/v1/coaches HTTP/1.1\r\nHost: x\r\nExpect: 999-whatever\r\n\r\n'),
+      );
+      socket.on('data', (d) => (got += d.toString()));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+      setTimeout(() => socket.destroy(), 5_000);
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 417 /);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: 'expectation_failed',
+      message: expect.any(String),
+      code: 417,
+    });
+  });
+});
+
 describe('answers that ask for a retry', () => {
   it('declare Retry-After on every 503 and 409 of the API (not on /healthz, whose 503 is a report)', () => {
     const without: string[] = [];

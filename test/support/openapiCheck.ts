@@ -151,7 +151,7 @@ export function answerChecker(document: Record<string, any>): AnswerCheck {
     const what = `${method} ${path} answered ${status}`;
     let schema: unknown;
     if (!route) {
-      // No operation: the service's own 404/405 (or the HTTP server's 400/408/431), an ErrorResponse.
+      // No operation: the service's own 404/405 (or the HTTP server's 400/408/417/431), an ErrorResponse.
       if (status < 400) throw new Error(`${what}, but /openapi.json has no such operation`);
       schema = errorSchema;
     } else {

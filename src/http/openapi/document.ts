@@ -134,6 +134,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: 'Body or file too large',
   431: 'Request headers too large',
   415: 'Body of another media type than the route takes',
+  417: 'An `Expect` header other than `100-continue` (`expectation_failed`; the connection is closed)',
   416: 'The byte range asked for starts at or past the end of the file (`range_not_satisfiable`; `Content-Range: bytes */<size>`)',
   422: 'Invalid input: `{detail: [{loc, msg, type}]}`, or a refused value as ErrorResponse',
   500: 'Unexpected error (never with a stack trace)',
@@ -143,10 +144,11 @@ const ERROR_TEXT: Record<number, string> = {
 /** Error statuses a route can answer, from what every route of its kind can meet. */
 export function errorStatuses(route: RouterRoute, doc: RouteDoc): number[] {
   const writes = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(route.method);
-  // 400, 408 and 431 may come from the HTTP server itself, before any route (src/main.ts timeouts, limits).
+  // 400, 408, 417 and 431 may come from the HTTP server itself, before any route (src/http/server.ts:
+  // timeouts, limits, an Expect it does not meet).
   // 503 from any route that reads or writes events or read models while the event store or the database does
   // not answer (retry shortly).
-  const statuses = new Set([400, 401, 404, 408, 422, 431, 500, 503, ...(doc.extraStatuses ?? [])]);
+  const statuses = new Set([400, 401, 404, 408, 417, 422, 431, 500, 503, ...(doc.extraStatuses ?? [])]);
   // 403 from the guard of a route that needs a role; a route open to every signed-in user answers another
   // user's things with 404 (docs/api.md, Conventions), and lists 403 itself where it has one (`extraStatuses`).
   if (route.roles !== null && route.roles.length > 0) statuses.add(403);
