@@ -153,6 +153,56 @@ suite(title, () => {
     expect(service.body.status).toBe('approved');
   });
 
+  it('shows names and error messages as text, never as HTML', async () => {
+    const hostile = '<img src=x onerror="document.body.dataset.pwned=1">\u202e\u200b';
+    const coach = await m.coach();
+    const created = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: { name: hostile, price: 40, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+    });
+    expect(created.status).toBe(200);
+    let before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    expect(await page.textContent(`#services tr[data-service="${created.body.id}"] td:nth-child(2)`)).toBe(
+      hostile,
+    );
+
+    // An error the API answers, holding what the operator typed, is shown as text as well.
+    await page.fill('#filter input[name=user]', '<img src=x onerror="document.body.dataset.pwned=1">');
+    await page.click('#filter button[type=submit]');
+    await page.waitForSelector('#message:has-text("422")');
+    await page.fill('#filter input[name=user]', '');
+    expect(await page.$$('img')).toHaveLength(0);
+    expect(await page.evaluate(() => (globalThis as any).document.body.dataset.pwned)).toBeUndefined();
+    // Out of the review queue (and the README's picture).
+    const id = created.body.id as string;
+    const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
+      token: m.admin(),
+      body: {},
+    });
+    expect(rejected.status).toBe(200);
+    before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+  });
+
+  it('puts no token in the URL when the sign-in is pressed before the script ran', async () => {
+    const bare = await browser.newPage();
+    try {
+      await bare.route('**/admin/assets/admin.js', (r) => r.abort());
+      await bare.goto(`${t.baseUrl}/admin/notifications`);
+      await bare.fill('#token', m.admin());
+      // keyboard.press: page.press waits for the navigation the form would start, which is refused here.
+      await bare.focus('#token');
+      await bare.keyboard.press('Enter');
+      await bare.waitForTimeout(500);
+      expect(bare.url()).toBe(`${t.baseUrl}/admin/notifications`);
+    } finally {
+      await bare.close();
+    }
+  });
+
   it('shows e-mail deliveries with their state and error, and retries a failed one until it is sent', async () => {
     const coach = await m.coach();
     const serviceId = await m.offering(coach);

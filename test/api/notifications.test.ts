@@ -341,4 +341,29 @@ describe('notifications (24 to 31)', () => {
       expect(res.headers.get('vary') ?? '').toMatch(/\bAccept\b/i);
     }
   });
+
+  it("31's page and its files are never framed, sniffed or a form target, and its token field is never sent", async () => {
+    const page = await fetch(`${t.baseUrl}/admin/notifications`, { headers: { accept: 'text/html' } });
+    const html = await page.text();
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toMatch(/frame-ancestors 'none'/);
+    // Pressed before the script ran (slow network, script refused), the sign-in form would be sent as a GET:
+    // the token in the address bar, history and the Referer of what the page loads next.
+    expect(csp).toMatch(/form-action 'none'/);
+    expect(csp).toMatch(/base-uri 'none'/);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    const field = /<input[^>]*id="token"[^>]*>/.exec(html.replace(/\s+/g, ' '))?.[0] ?? '';
+    expect(field).toMatch(/type="password"/);
+    expect(field).not.toMatch(/\bname=/); // a field without a name is never part of a form's submission
+    for (const asset of ['admin.js', 'admin.css']) {
+      const res = await fetch(`${t.baseUrl}/admin/assets/${asset}`);
+      await res.arrayBuffer();
+      expect({ asset, nosniff: res.headers.get('x-content-type-options') }).toEqual({
+        asset,
+        nosniff: 'nosniff',
+      });
+    }
+  });
 });
