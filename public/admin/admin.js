@@ -166,8 +166,11 @@
           button('Approve', 'approve', () => api('POST', '/api/v1/admin/services/' + s.id + '/approve')),
           ' ',
           button('Reject', 'reject', () => {
-            const reason = window.prompt('Reason for the coach (optional)', '') || '';
-            return api('POST', '/api/v1/admin/services/' + s.id + '/reject', reason ? { reason } : {});
+            // Cancel (null) leaves the service waiting; OK with no reason rejects it without one.
+            const reason = window.prompt('Reason for the coach (optional)', '');
+            if (reason === null) return undefined;
+            const body = reason.trim() ? { reason: reason.trim() } : {};
+            return api('POST', '/api/v1/admin/services/' + s.id + '/reject', body);
           }),
         );
         tr.append(

@@ -153,6 +153,38 @@ suite(title, () => {
     expect(service.body.status).toBe('approved');
   });
 
+  it('leaves a service waiting when Reject is cancelled, and rejects it with the reason typed', async () => {
+    const coach = await m.coach();
+    const created = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: { name: 'Surfing basics', price: 50, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+    });
+    expect(created.status).toBe(200);
+    const id = created.body.id as string;
+    let before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    const row = `#services tr[data-service="${id}"]`;
+
+    page.once('dialog', (d) => void d.dismiss());
+    before = await stamp();
+    await page.click(`${row} button.reject`);
+    await reloaded(before);
+    expect(await page.$(row)).not.toBeNull();
+    expect((await t.request('GET', `/api/v1/service/${id}`, { token: m.admin() })).body.status).toBe(
+      'review',
+    );
+
+    page.once('dialog', (d) => void d.accept('  Photos missing  '));
+    before = await stamp();
+    await page.click(`${row} button.reject`);
+    await reloaded(before);
+    expect(await page.$(row)).toBeNull();
+    expect((await t.request('GET', `/api/v1/service/${id}`, { token: m.admin() })).body.status).toBe(
+      'rejected',
+    );
+  });
+
   it('shows names and error messages as text, never as HTML', async () => {
     const hostile = '<img src=x onerror="document.body.dataset.pwned=1">\u202e\u200b';
     const coach = await m.coach();
