@@ -473,7 +473,12 @@ export function bookingCommands(deps: AppDeps): Router {
         throw new DecideAgain();
       throw err;
     });
-    if (!outcome.ok) throw domainErrorToHttp(outcome.error);
+    if (!outcome.ok) {
+      // Another move of the session got there first (the hold is no longer where this booking read put
+      // it): decided again on the moved session, as documented, rather than sending the caller to retry.
+      if (outcome.error.code === 'conflict') throw new DecideAgain();
+      throw domainErrorToHttp(outcome.error);
+    }
     let last = outcome.position;
     if (!outcome.alongside) {
       // EventStoreDB (or a keyed request's earlier run): the booking's record follows the hold, as its cause.
@@ -533,6 +538,8 @@ export function bookingCommands(deps: AppDeps): Router {
       } catch (err) {
         if (!(err instanceof DecideAgain)) throw err;
         if (attempt >= 5) throw busy('the booking kept changing; retry the request');
+        // On EventStoreDB the other move's booking record follows its hold by a moment: give it that.
+        await new Promise((resolve) => setTimeout(resolve, 10 * (attempt + 1)));
       }
     }
   });

@@ -268,6 +268,30 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
     }
   });
 
+  it('two moves of one session at once (client and coach, to different slots): the later is decided on the moved session', async () => {
+    const { coach, client, serviceId, session } = await booked();
+    const results = await Promise.all([
+      move(client.token, session.id, '2026-12-02T14:00'),
+      move(coach.token, session.id, '2026-12-02T15:00'),
+    ]);
+    // Both moves are valid ones: neither caller is sent to retry (it was 409 conflict, "moved meanwhile").
+    expect(results.map((r) => r.status)).toEqual([200, 200]);
+    const now = await sessionAs(client.token, session.id);
+    expect(['2026-12-02T14:00:00', '2026-12-02T15:00:00']).toContain(now.slot);
+    const slots = await freeSlots(serviceId);
+    expect(slots).toContain(SLOT);
+    expect(slots).not.toContain(now.slot);
+    // The slot it left twice is free again: held once, at the session's time.
+    const other = now.slot === '2026-12-02T14:00:00' ? '2026-12-02T15:00:00' : '2026-12-02T14:00:00';
+    expect(slots).toContain(other);
+    expect((await typesOf(calendarStream(coach.id))).filter((x) => x === 'SlotMoved')).toHaveLength(2);
+    expect(await typesOf(bookingStream(session.groupId))).toEqual([
+      'SessionsBooked',
+      'SessionRescheduled',
+      'SessionRescheduled',
+    ]);
+  });
+
   itOnEsdb(
     'the booking write failing after the hold moved: answered moved, and the booking process records it',
     async () => {
