@@ -4,9 +4,14 @@ import type { Logger } from '../log';
 import { HttpError } from './errors';
 import { renderError } from './render';
 
-/** The path as the access log keeps it: a calendar feed's token opens the feed, so it is not written. */
-export const loggedPath = (path: string) =>
-  path.replace(/^(\/api\/v1\/calendar\/feed\/)[^/]+$/i, '$1[token]');
+/** A calendar feed's address: its token, and whatever may follow it. */
+const FEED_PATH = /^(\/api\/v1\/calendar\/feed\/).+$/is;
+
+/**
+ * The path as the access log keeps it: a calendar feed's token opens the feed, so it is not written, whatever
+ * follows it (the feed is served with a trailing slash too).
+ */
+export const loggedPath = (path: string) => path.replace(FEED_PATH, '$1[token]');
 
 /** Request id (taken from `X-Request-Id` when sane) and one JSON access-log line per request. */
 export function requestContext(log: Logger): Middleware {
@@ -38,7 +43,11 @@ export function errorHandler(log: Logger): Middleware {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
         ctx.status = 404;
-        ctx.body = { error: 'not_found', message: `no route for ${ctx.method} ${ctx.path}`, code: 404 };
+        // A feed address with more path segments is a malformed feed address: answered as every other one,
+        // without echoing the path (it may hold the token).
+        ctx.body = FEED_PATH.test(ctx.path)
+          ? { error: 'feed_not_found', message: 'no calendar feed at this address', code: 404 }
+          : { error: 'not_found', message: `no route for ${ctx.method} ${ctx.path}`, code: 404 };
       }
     } catch (err) {
       const r = renderError(err);

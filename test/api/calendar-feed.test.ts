@@ -156,14 +156,33 @@ describe('calendar feed (added)', () => {
       const { port } = server.address() as AddressInfo;
       await fetch(`http://127.0.0.1:${port}${feed.url}`);
       await fetch(`http://127.0.0.1:${port}/api/v1/calendar/feed`);
+      // With a trailing slash the feed is served too (the router ignores it): its token is not logged either.
+      await fetch(`http://127.0.0.1:${port}${feed.url}/`);
     } finally {
       server.close();
     }
-    expect(lines.map((l) => l.path)).toEqual(['/api/v1/calendar/feed/[token]', '/api/v1/calendar/feed']);
+    expect(lines.map((l) => l.path)).toEqual([
+      '/api/v1/calendar/feed/[token]',
+      '/api/v1/calendar/feed',
+      '/api/v1/calendar/feed/[token]',
+    ]);
+    expect((await fetchFeed(`${feed.url}/`)).status).toBe(200);
   });
 
   it('answers an unknown or malformed address 404 in the error shape, and needs a token to open one', async () => {
-    for (const file of [`${'A'.repeat(43)}.ics`, 'short.ics', `${'A'.repeat(43)}`, '%E2%82%AC.ics', '.ics'])
+    for (const file of [
+      `${'A'.repeat(43)}.ics`,
+      'short.ics',
+      `${'A'.repeat(43)}`,
+      '%E2%82%AC.ics',
+      '.ics',
+      // More path segments are a malformed address too (they were the router's 404 not_found).
+      `${'A'.repeat(21)}/${'A'.repeat(21)}.ics`,
+      `${'A'.repeat(43)}.ics/more`,
+      'a/b/c.ics',
+      '%E0%A4%A.ics',
+      '..%2F..%2Fx.ics',
+    ])
       expect(await fetchFeed(`/api/v1/calendar/feed/${file}`)).toMatchObject({
         status: 404,
         body: { error: 'feed_not_found' },
