@@ -59,6 +59,25 @@ const NOT_READY = /\b(Server Is Not Ready|Server Is (Too )?Busy|No leader info a
  */
 const CONNECTION_LOST =
   /\b(RST_STREAM|Call ended without gRPC status|Failed to start HTTP\/2 stream|Write error|Stream removed|Session closed|Bandwidth exhausted)\b/;
+/**
+ * @grpc/grpc-js's plain Error (no code) for a call started on a channel already closed: the client closes a
+ * channel it reconnects from (a node restarting) while other calls are about to start on it. Nothing was
+ * sent; the call can be made again (see `afterClosedChannel`). A node away, not a bad request: it was a 500.
+ */
+const CHANNEL_CLOSED = /\bChannel has been shut down\b/;
+const isChannelClosed = (err: unknown) => {
+  const e = err as { type?: unknown; code?: unknown; message?: unknown };
+  return (
+    e?.type === undefined &&
+    e?.code === undefined &&
+    typeof e?.message === 'string' &&
+    CHANNEL_CLOSED.test(e.message)
+  );
+};
+/** @grpc/grpc-js `ConnectivityState.SHUTDOWN`: a channel closed for good. */
+const CHANNEL_SHUTDOWN = 4;
+/** The client's own channel getter (protected in its types). */
+type ChannelOf = { getChannel(): Promise<{ getConnectivityState(tryToConnect: boolean): number }> };
 const INTERNAL = 13;
 const RESOURCE_EXHAUSTED = 8;
 /** What kind of failure: the client's `type`, or the kind a raw gRPC error's status code stands for. */
@@ -66,6 +85,7 @@ const typeOf = (err: unknown): string | undefined => {
   const e = err as { type?: unknown; code?: unknown; details?: unknown; message?: unknown };
   if (e?.type === 'unknown' && typeof e.message === 'string' && NOT_READY.test(e.message))
     return 'unavailable';
+  if (isChannelClosed(err)) return 'unavailable';
   if (
     (e?.code === INTERNAL || e?.code === RESOURCE_EXHAUSTED) &&
     (e.type === undefined || e.type === 'unknown') &&
@@ -104,12 +124,68 @@ export class ReadDeadlineError extends Error {
   }
 }
 
+/**
+ * An append the node has not answered by its deadline and a grace after it. Through BatchAppend the
+ * deadline travels in the request and the server answers a late append itself ("Timeout"); the client's
+ * call has none (one long-lived call carries every append). So no answer by then means none is coming: the
+ * server (a proxy, a node shutting down) ended that call with OK, and the client, which kept it, would have
+ * waited for ever, with every later append.
+ */
+export class AppendNoAnswerError extends Error {
+  readonly type = 'deadline-exceeded';
+  constructor(ms: number) {
+    super(`the EventStoreDB node did not answer an append within ${ms} ms`);
+    this.name = 'AppendNoAnswerError';
+  }
+}
+/** Beyond the append's deadline, time for the server's own "Timeout" answer to arrive. */
+const NO_ANSWER_GRACE_MS = 1000;
+/** Events read back from a stream's end to find an unanswered append's events. */
+const LOOK_UP_EVENTS = 200;
+
 /** Events read backwards per page while looking for the last non-system event. */
 const HEAD_PAGE = 50;
 
+export interface EsdbEventStoreOptions {
+  /** Called with each client the store creates (tests reach the gRPC channel under it this way). */
+  onClient?: (client: EventStoreDBClient) => void;
+}
+
 /** Event store on EventStoreDB: `$all` without system events; positions are its own {commit, prepare}. */
-export function createEsdbEventStore(connectionString: string): EventStore {
-  const client = EventStoreDBClient.connectionString(connectionString);
+export function createEsdbEventStore(
+  connectionString: string,
+  options: EsdbEventStoreOptions = {},
+): EventStore {
+  const connect = () => {
+    const c = EventStoreDBClient.connectionString(connectionString);
+    options.onClient?.(c);
+    return c;
+  };
+  let client = connect();
+  let closed = false;
+  /**
+   * Puts a new client in place of `failed` when it is still the one in use and is broken for good: it would
+   * hand out a closed gRPC channel again, or an append on it got no answer (it keeps the BatchAppend call the
+   * server ended and would send every later append on it). Calls that failed together renew once. The old
+   * client is left alone to finish what runs on it (a subscription until its runner stops it): disposing it,
+   * or closing its channel, ends its live BatchAppend call, and the client then rejects the appends waiting
+   * on every client's BatchAppend call (it keeps them in one module-wide map); their answers, when they come,
+   * throw an uncaught TypeError inside the client.
+   */
+  const renew = (failed: EventStoreDBClient) => {
+    if (failed !== client || closed) return;
+    client = connect();
+  };
+  /**
+   * After a call met a closed channel: the client closes a channel it reconnects from and drops it in the
+   * same step, so a call that had already picked it fails once and the next gets a new one. A client whose
+   * channel in use is closed (nothing else closes it, but nothing would reopen it either) is replaced.
+   */
+  const afterClosedChannel = async (c: EventStoreDBClient) => {
+    const channel = await (c as unknown as ChannelOf).getChannel().catch(() => null);
+    if (channel?.getConnectivityState(false) === CHANNEL_SHUTDOWN) renew(c);
+  };
+
   // The client gives appends its `defaultDeadline` (10 s unless the connection string says) but reads none
   // (a `deadline` option is ignored for them): a stalled node held a read, and the request, for as long as
   // it stalled. Reads here get the same deadline as appends.
@@ -132,12 +208,17 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     };
   };
 
-  /** Runs a call, again after a short wait while the node is unreachable; what still fails is typed. */
-  const retrying = async <T>(op: () => Promise<T>): Promise<T> => {
+  /**
+   * Runs a call on the client in use, again after a short wait while the node is unreachable (on a new client
+   * when the call met a closed channel); what still fails is typed.
+   */
+  const retrying = async <T>(op: (c: EventStoreDBClient) => Promise<T>): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
+      const c = client;
       try {
-        return await op();
+        return await op(c);
       } catch (err) {
+        if (isChannelClosed(err)) await afterClosedChannel(c);
         const type = typeOf(err);
         if (type && RETRIED_TYPES.includes(type) && attempt < RETRY_DELAYS_MS.length) {
           await sleep(RETRY_DELAYS_MS[attempt]!);
@@ -183,14 +264,14 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     if (late) throw new ReadDeadlineError(deadlineMs);
   };
 
-  const readAll = async (from: Position, limit = 500): Promise<RecordedEvent[]> => {
+  const readAll = async (c: EventStoreDBClient, from: Position, limit = 500): Promise<RecordedEvent[]> => {
     const out: RecordedEvent[] = [];
     // readAll starts at `from` inclusive, and system events count against maxCount: read until filled.
     let cursor = from;
     for (;;) {
       let seen = 0;
       await consume(
-        client.readAll({ fromPosition: fromPosition(cursor), direction: FORWARDS, maxCount: limit + 1 }),
+        c.readAll({ fromPosition: fromPosition(cursor), direction: FORWARDS, maxCount: limit + 1 }),
         (resolved) => {
           seen++;
           const pos = resolved.event?.position;
@@ -205,7 +286,66 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     }
   };
 
-  const readAllRetrying = (from: Position, limit?: number) => retrying(() => readAll(from, limit));
+  const readAllRetrying = (from: Position, limit?: number) => retrying((c) => readAll(c, from, limit));
+
+  /** One append on `c`; past its deadline and a grace unanswered, AppendNoAnswerError and `c` is renewed. */
+  const appendOnce = async (
+    c: EventStoreDBClient,
+    streamName: string,
+    proposed: ReturnType<typeof jsonEvent>[],
+    expectedRevision: ExpectedRevision,
+  ) => {
+    const pending = c.appendToStream(streamName, proposed, {
+      expectedRevision: esdbExpected(expectedRevision),
+    });
+    const waitMs = readDeadlineMs + NO_ANSWER_GRACE_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const noAnswer = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AppendNoAnswerError(waitMs)), waitMs);
+    });
+    try {
+      return await Promise.race([pending, noAnswer]);
+    } catch (err) {
+      if (err instanceof AppendNoAnswerError) {
+        // Whatever the abandoned call says later (if ever) is nobody's business now.
+        pending.catch(() => undefined);
+        renew(c);
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  /**
+   * What the log holds of an append whose answer did not come: its events' result when every one of them is
+   * among the stream's last events (found by id), else null. EventStoreDB also answers a write it already has
+   * as done when it is sent again, but with `any` only while it remembers the ids: the log is the proof.
+   */
+  const lookUp = (streamName: string, ids: string[]) =>
+    retrying(async (c) => {
+      const found = new Map<string, { revision: bigint; position?: Position }>();
+      try {
+        await consume(
+          c.readStream(streamName, {
+            direction: BACKWARDS,
+            fromRevision: END,
+            maxCount: Math.max(LOOK_UP_EVENTS, ids.length),
+          }),
+          (resolved) => {
+            const e = resolved.event;
+            if (e && ids.includes(e.id)) found.set(e.id, { revision: e.revision, position: e.position });
+            return true;
+          },
+        );
+      } catch (err) {
+        if (err instanceof StreamNotFoundError) return null;
+        throw err;
+      }
+      const last = found.get(ids[ids.length - 1]!);
+      if (found.size < ids.length || !last?.position) return null;
+      return { nextExpectedRevision: last.revision, position: last.position };
+    });
 
   return {
     kind: 'esdb',
@@ -221,9 +361,22 @@ export function createEsdbEventStore(connectionString: string): EventStore {
         }),
       );
       try {
-        const res = await retrying(() =>
-          client.appendToStream(streamName, proposed, { expectedRevision: esdbExpected(expectedRevision) }),
-        );
+        let unanswered = false;
+        const res = await retrying(async (c) => {
+          try {
+            return await appendOnce(c, streamName, proposed, expectedRevision);
+          } catch (err) {
+            // Once: the log says whether it landed; if not, it is sent again, with the same ids, on a new
+            // client. A second silence is a node away (503): the total wait stays about twice the deadline.
+            if (!(err instanceof AppendNoAnswerError) || unanswered) throw err;
+            unanswered = true;
+            const written = await lookUp(
+              streamName,
+              proposed.map((e) => e.id),
+            );
+            return written ?? (await appendOnce(client, streamName, proposed, expectedRevision));
+          }
+        });
         const pos = res.position ?? { commit: -1n, prepare: -1n };
         return {
           nextRevision: res.nextExpectedRevision,
@@ -242,14 +395,14 @@ export function createEsdbEventStore(connectionString: string): EventStore {
       }
     },
     readStream: (streamName, opts) =>
-      retrying(async () => {
+      retrying(async (c) => {
         const events: RecordedEvent[] = [];
         // The revision is the stream's, from its last event whatever it is: an event this adapter does not
         // hand out (binary, `$`-typed, written by another tool) still moves the revision an append names.
         let revision: bigint | 'no_stream' = 'no_stream';
         try {
           await consume(
-            client.readStream(streamName, {
+            c.readStream(streamName, {
               direction: FORWARDS,
               fromRevision: opts?.fromRevision ?? ESDB_START,
             }),
@@ -268,7 +421,8 @@ export function createEsdbEventStore(connectionString: string): EventStore {
       }),
     readAll: readAllRetrying,
     subscribe({ from, handler, onError, batchSize = 200 }) {
-      const sub = client.subscribeToAll({ fromPosition: fromPosition(from), filter: excludeSystemEvents() });
+      const c = client;
+      const sub = c.subscribeToAll({ fromPosition: fromPosition(from), filter: excludeSystemEvents() });
       let stopped = false;
       const loop = (async () => {
         try {
@@ -287,6 +441,7 @@ export function createEsdbEventStore(connectionString: string): EventStore {
           // A subscription has no end: the server ended it (shedding subscribers, shutting down).
           if (!stopped) throw new SubscriptionEndedError();
         } catch (err) {
+          if (isChannelClosed(err)) await afterClosedChannel(c);
           if (!stopped) onError?.(toPortError(err));
         } finally {
           stopped = true;
@@ -303,14 +458,14 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     },
     /** The last event subscribers see: system events after it (the server writes them any time) are skipped. */
     headPosition: () =>
-      retrying(async () => {
+      retrying(async (c) => {
         let head: Position = START;
         let cursor: Position | typeof END = END;
         for (;;) {
           let seen = 0;
           let last: Position | null = null;
           await consume(
-            client.readAll({ fromPosition: cursor, direction: BACKWARDS, maxCount: HEAD_PAGE }),
+            c.readAll({ fromPosition: cursor, direction: BACKWARDS, maxCount: HEAD_PAGE }),
             (resolved) => {
               seen++;
               const pos = resolved.event?.position;
@@ -330,18 +485,26 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     /**
      * One attempt, no retry, and a short deadline: a health probe must answer at once, and say "down" when the
      * node is, also one that is up but stalls (each /healthz waited for it as long as it stalled, and a stop
-     * waited for those probes): its read gets 2 s, not the 10 s of the others.
+     * waited for those probes): its read gets 2 s, not the 10 s of the others. A probe that met a closed
+     * channel (nothing sent) is made once more on the new client: the node was not asked.
      */
     async ping() {
-      await consume(
-        client.readAll({ fromPosition: ESDB_START, maxCount: 1 }),
-        () => false,
-        PING_DEADLINE_MS,
-      ).catch((err) => {
-        throw toPortError(err);
-      });
+      for (let attempt = 0; ; attempt++) {
+        const c = client;
+        try {
+          return await consume(
+            c.readAll({ fromPosition: ESDB_START, maxCount: 1 }),
+            () => false,
+            PING_DEADLINE_MS,
+          );
+        } catch (err) {
+          if (!isChannelClosed(err) || attempt > 0) throw toPortError(err);
+          await afterClosedChannel(c);
+        }
+      }
     },
     async close() {
+      closed = true;
       await client.dispose();
     },
   };

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { EventStoreDBClient, binaryEvent, jsonEvent } from '@eventstore/db-client';
 import { createEsdbEventStore } from '../../src/eventstore/esdb';
-import { EventStoreUnavailableError, type EventStore, type RecordedEvent } from '../../src/eventstore/types';
+import {
+  EventStoreUnavailableError,
+  START,
+  type EventStore,
+  type RecordedEvent,
+} from '../../src/eventstore/types';
 import { isTransient } from '../../projections/runner';
 import { startEsdbDouble, type EsdbDouble } from '../support/esdbDouble';
 
@@ -279,6 +284,118 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     double.delayAnswers(0);
     expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A']);
     await quick.close();
+  });
+
+  /** A store whose EventStoreDB clients the test can reach (to close the channel under one, say). */
+  const reachable = () => {
+    const clients: EventStoreDBClient[] = [];
+    const own = createEsdbEventStore(double.url, { onClient: (c) => clients.push(c) });
+    /** Closes the current client's gRPC channel, as the client does to a channel it gives up on. */
+    const closeChannel = async () => {
+      const client = clients[clients.length - 1] as unknown as { getChannel(): Promise<{ close(): void }> };
+      (await client.getChannel()).close();
+    };
+    return { own, clients, closeChannel };
+  };
+
+  // grpc-js throws a plain Error "Channel has been shut down" for a call started on a closed channel (the
+  // client closes a channel it reconnects from, under calls about to start on it); the client then keeps
+  // handing out that channel to reads. Was a raw error (500) on every read until the service restarted.
+  it.each(['append', 'readStream', 'readAll', 'headPosition', 'ping', 'subscribe'] as const)(
+    'a call started on a closed gRPC channel (%s first) is a transient error at worst, and a new client serves every call after it',
+    async (first) => {
+      const { own, clients, closeChannel } = reachable();
+      const s = `s-${randomUUID()}`;
+      await own.append(s, [ev('A')]);
+      await own.readStream(s);
+      await closeChannel();
+      const errors: unknown[] = [];
+      if (first === 'append') await own.append(s, [ev('B')], { expectedRevision: 0n });
+      if (first === 'readStream') expect((await own.readStream(s)).revision).toBe(0n);
+      if (first === 'readAll') expect((await own.readAll({ commit: -1n, prepare: -1n })).length).toBe(1);
+      if (first === 'headPosition') await own.headPosition();
+      if (first === 'ping') await own.ping().catch((e: unknown) => errors.push(e));
+      if (first === 'subscribe') {
+        const sub = own.subscribe({
+          from: START,
+          handler: async () => undefined,
+          onError: (e) => errors.push(e),
+        });
+        await waitUntil(() => errors.length > 0 || double.stats().subscriptions === 1);
+        await sub.stop();
+      }
+      expect(errors.filter((e) => !(e instanceof EventStoreUnavailableError))).toEqual([]);
+      // Every kind of call works again, with no new store (no service restart).
+      const next = first === 'append' ? 1n : 0n;
+      await own.append(s, [ev('C')], { expectedRevision: next });
+      expect((await own.readStream(s)).events.map((e) => e.type)).toEqual(
+        first === 'append' ? ['A', 'B', 'C'] : ['A', 'C'],
+      );
+      await own.ping();
+      const seen: RecordedEvent[] = [];
+      const sub = own.subscribe({ from: START, handler: async (b) => void seen.push(...b) });
+      await waitUntil(() => seen.length === Number(next) + 2);
+      await sub.stop();
+      expect(clients).toHaveLength(2);
+      expect(await within(own.close(), 3000)).toBe('done');
+    },
+  );
+
+  // The client sends every append on one BatchAppend call it keeps for good, with no deadline of its own
+  // (the deadline travels in the request for the server to apply). A call the server ended with OK stayed
+  // in its cache: every append after it waited for ever, and so did close().
+  it('a BatchAppend call the server ends with OK: the next appends are answered within their deadline, and close() returns', async () => {
+    const quick = createEsdbEventStore(`${double.url}&defaultDeadline=500`);
+    const s = `s-${randomUUID()}`;
+    await quick.append(s, [ev('A')]);
+    expect(double.endBatchAppends()).toBe(1);
+    const started = Date.now();
+    const next = quick.append(s, [ev('B')], { expectedRevision: 0n });
+    expect(await within(next, 4000)).toBe('done');
+    expect(Date.now() - started).toBeLessThan(4000);
+    await quick.append(s, [ev('C')], { expectedRevision: 1n });
+    expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'B', 'C']);
+    expect(await within(quick.close(), 3000)).toBe('done');
+  });
+
+  it.each(['written', 'dropped'] as const)(
+    'an append whose call the server ends unanswered (%s): looked up again with the same ids, answered, in the log once',
+    async (next) => {
+      const quick = createEsdbEventStore(`${double.url}&defaultDeadline=500`);
+      const s = `s-${randomUUID()}`;
+      await quick.append(s, [ev('A')]);
+      for (const expectedRevision of [0n, 'any'] as const) {
+        double.endBatchAppends({ next });
+        const started = Date.now();
+        const sent = double.stats().calls.batchAppend;
+        const id = randomUUID();
+        const res = await quick.append(s, [{ id, ...ev('B') }], { expectedRevision });
+        expect(Date.now() - started).toBeLessThan(4000);
+        // Written: found in the log, not sent again; dropped: not there, so sent again.
+        expect(double.stats().calls.batchAppend - sent).toBe(next === 'written' ? 1 : 2);
+        const { events } = await quick.readStream(s);
+        expect(events.filter((e) => e.id === id)).toHaveLength(1);
+        expect(res.nextRevision).toBe(events.find((e) => e.id === id)!.revision);
+      }
+      expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'B', 'B']);
+      expect(await within(quick.close(), 3000)).toBe('done');
+    },
+  );
+
+  it('an append the server never answers fails within about twice its deadline, transient, and writes nothing', async () => {
+    const quick = createEsdbEventStore(`${double.url}&defaultDeadline=500`);
+    const s = `s-${randomUUID()}`;
+    await quick.append(s, [ev('A')]);
+    double.endBatchAppends({ next: 'dropped', count: 10 });
+    const started = Date.now();
+    const err = await quick.append(s, [ev('B')]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventStoreUnavailableError);
+    expect(isTransient(err)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5000);
+    double.endBatchAppends();
+    await quick.append(s, [ev('C')], { expectedRevision: 0n });
+    expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'C']);
+    expect(await within(quick.close(), 3000)).toBe('done');
   });
 
   it("an append over the node's 1 MiB MaxAppendSize is refused as the server does, writing nothing", async () => {

@@ -66,6 +66,14 @@ export interface EsdbDouble {
    * INTERNAL "Received RST_STREAM ... (Call ended without gRPC status)". Returns how many it closed.
    */
   dropConnections(code?: number): number;
+  /**
+   * Ends every open BatchAppend call with status OK, as a proxy or a node shutting down may (a real node
+   * does not otherwise: the stream lives as long as the client keeps it). With `next`, it ends none now;
+   * the next `count` (default 1) appends sent through BatchAppend end their call that way instead of being
+   * answered, after being written (`next: 'written'`, the answer lost) or not (`next: 'dropped'`).
+   * Returns how many calls it ended now.
+   */
+  endBatchAppends(opts?: { next?: 'written' | 'dropped'; count?: number }): number;
   /** Ends the oldest live subscription with an error status (UNAVAILABLE unless told). */
   failSubscription(code?: grpc.status, details?: string): boolean;
   /**
@@ -215,6 +223,8 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   let notReadyUntil = 0;
   let notReadyBusy = false;
   let restarts = 0;
+  const batchAppendCalls = new Set<grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>>();
+  let endNextBatchAppend: { mode: 'written' | 'dropped'; count: number } | null = null;
   const calls = { read: 0, subscribe: 0, append: 0, batchAppend: 0 };
 
   const record = (streamName: string, p: Proposed): Stored => {
@@ -520,6 +530,11 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
     batchAppend: (call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>) => {
       // Requests for several appends interleave on one stream; each is assembled by its correlation id.
       const pending = new Map<string, { options: BatchAppendReq.Options; proposed: Proposed[] }>();
+      batchAppendCalls.add(call);
+      const forget = () => batchAppendCalls.delete(call);
+      call.on('cancelled', forget);
+      call.on('finish', forget);
+      call.on('close', forget);
       call.on('data', async (req: BatchAppendReq) => {
         const correlation = req.getCorrelationId()!;
         const key = correlation.getString();
@@ -537,6 +552,13 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         const expected = expectedOf(options, () =>
           options.hasStreamPosition() ? options.getStreamPosition() : null,
         );
+        if (endNextBatchAppend) {
+          // Ended with OK instead of answered: the client is told nothing about this append.
+          if (endNextBatchAppend.mode === 'written') write(name, expected, proposed);
+          if (--endNextBatchAppend.count <= 0) endNextBatchAppend = null;
+          call.end();
+          return;
+        }
         const deadline = options.getDeadline()?.toDate().getTime() ?? Infinity;
         // Decided before sleeping: a timer may wake a millisecond before the wall clock reaches the
         // deadline, and the write would then land (and answer) although its answer is due only after it.
@@ -684,6 +706,14 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
       if (!(sessions instanceof Map)) throw new Error('esdbDouble: @grpc/grpc-js no longer keeps `sessions`');
       const open = [...sessions.keys()];
       for (const session of open) session.destroy(undefined, code);
+      return open.length;
+    },
+    endBatchAppends({ next, count = 1 } = {}) {
+      endNextBatchAppend = next && count > 0 ? { mode: next, count } : null;
+      if (next) return 0;
+      const open = [...batchAppendCalls];
+      batchAppendCalls.clear();
+      for (const call of open) call.end();
       return open.length;
     },
     failSubscription(code = grpc.status.UNAVAILABLE, details = 'Subscription dropped by the server') {
