@@ -100,7 +100,7 @@
           cell(when(n.createdAt)),
           cell(n.userId, 'mono'),
           cell(n.type),
-          cell(n.message),
+          cell(n.message, 'text'),
           cell(n.unread ? 'unread' : when(n.readAt)),
           cell(when(n.deliveredAt)),
         );
@@ -141,7 +141,7 @@
           );
         tr.append(
           cell(when(d.updatedAt)),
-          cell(d.to),
+          cell(d.to, 'text'),
           cell(d.template),
           badge(d.status),
           cell(d.attempts),
@@ -175,7 +175,7 @@
         );
         tr.append(
           cell(when(s.createdAt)),
-          cell(s.name),
+          cell(s.name, 'text'),
           cell(s.coachId, 'mono'),
           cell(s.price + ' ' + s.priceCurrency),
           actions,

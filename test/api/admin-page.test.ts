@@ -219,6 +219,39 @@ suite(title, () => {
     await reloaded(before);
   });
 
+  it('wraps a long unbroken name in its cell, keeping Approve and Reject in view', async () => {
+    const coach = await m.coach();
+    const created = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: { name: 'W'.repeat(120), price: 40, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+    });
+    expect(created.status).toBe(200);
+    const id = created.body.id as string;
+    let before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    const fits = await page.evaluate((serviceId) => {
+      const doc = (globalThis as any).document;
+      const section = doc.querySelector('#review');
+      const right = section.getBoundingClientRect().right;
+      const buttons = Array.from(doc.querySelectorAll(`#services tr[data-service="${serviceId}"] button`));
+      return {
+        scrolls: section.scrollWidth > section.clientWidth,
+        buttonsInView:
+          buttons.length === 2 && buttons.every((b: any) => b.getBoundingClientRect().right <= right),
+      };
+    }, id);
+    expect(fits).toEqual({ scrolls: false, buttonsInView: true });
+    const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
+      token: m.admin(),
+      body: {},
+    });
+    expect(rejected.status).toBe(200);
+    before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+  });
+
   it('puts no token in the URL when the sign-in is pressed before the script ran', async () => {
     const bare = await browser.newPage();
     try {
