@@ -26,7 +26,7 @@ import { bookingAppends, completeBooking, packageJoinAppend } from './complete';
 import { paymentDecider } from '../payments/decider';
 import { paymentStream } from '../payments/events';
 import { EXPIRABLE_STATUSES, UNPAID_STATUSES } from '../payments/transitions';
-import { booking, refuseReschedule, type BookingCommand, type By } from './decider';
+import { booking, refuseReschedule, type Booking, type BookingCommand, type By } from './decider';
 import { bookingStream, type BookingEvent } from './events';
 import { service } from '../services/decider';
 import { serviceStream } from '../services/events';
@@ -495,12 +495,14 @@ export function bookingCommands(deps: AppDeps): Router {
           moveId: m.moveId,
           now: m.movedAt,
         };
+        let unrecorded: Booking | undefined;
         try {
           const recorded = await handleCommand(deps.store, bookingStream(groupId), booking, record, {
             ...metadata,
             ...(causationId ? { causationId } : {}),
           });
           if (recorded.ok && recorded.position) last = recorded.position;
+          if (recorded.ok && recorded.events.length === 0) unrecorded = recorded.state;
         } catch (err) {
           // The hold has moved: that is the reschedule, and the booking process records it from the SlotMoved.
           // The caller is answered the moved session, not sent to retry into a 409 (as a booking's hold is).
@@ -514,6 +516,11 @@ export function bookingCommands(deps: AppDeps): Router {
           const decided = booking.decide(record, b);
           return decided._tag === 'Right' ? decided.right.reduce(booking.evolve, b) : b;
         }
+        // Nothing recorded and the session no longer open: it was declined or canceled (its hold released)
+        // before the move reached its booking, where the cancellation came first. Refused as on the SQL
+        // stores, not answered 200 with a canceled session at its old time.
+        const refusal = unrecorded && refuseReschedule(unrecorded, sessionId, by, now);
+        if (refusal) throw domainErrorToHttp(refusal);
       }
     }
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, ['calendar', 'sessions']);

@@ -43,7 +43,7 @@ const typesOf = async (stream: string) =>
 const itOnEsdb = testEventStoreOnEsdb() ? it : it.skip;
 if (!testEventStoreOnEsdb())
   console.log(
-    'session-reschedule: the failed booking write after the move is tested on EventStoreDB only (the SQL stores write both in one transaction)',
+    'session-reschedule: the booking write after the hold moved (failing, or a cancellation landing before it) is tested on EventStoreDB only (the SQL stores write both in one transaction)',
   );
 
 async function booked(over: Record<string, unknown> = {}) {
@@ -291,6 +291,35 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
       'SessionRescheduled',
     ]);
   });
+
+  itOnEsdb(
+    'a cancellation landing between the hold move and its record: the move is refused (it answered 200 with the canceled session)',
+    async () => {
+      const { client, coach, serviceId, session } = await booked();
+      const { store } = t.system.deps;
+      const append = store.append;
+      let cancel: Promise<{ status: number }> | undefined;
+      store.append = async (name, events, opts) => {
+        // The request's record of the move: the coach's cancellation gets to the booking first.
+        if (name === bookingStream(session.groupId) && events.some((e) => e.type === 'SessionRescheduled')) {
+          cancel ??= act(coach.token, session.id, 'cancel', {});
+          await cancel;
+        }
+        return append.call(store, name, events, opts);
+      };
+      let res;
+      try {
+        res = await move(client.token, session.id, '2026-12-02T14:00');
+      } finally {
+        store.append = append;
+      }
+      expect((await cancel)?.status).toBe(200);
+      expect([res.status, res.body.error]).toEqual([409, 'invalid_transition']);
+      expect(await sessionAs(client.token, session.id)).toMatchObject({ state: 'canceled', slot: SLOT });
+      const slots = await freeSlots(serviceId);
+      expect(slots).toEqual(expect.arrayContaining([SLOT, '2026-12-02T14:00:00']));
+    },
+  );
 
   itOnEsdb(
     'the booking write failing after the hold moved: answered moved, and the booking process records it',
