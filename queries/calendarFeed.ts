@@ -24,8 +24,12 @@ const NOTE: Record<string, string> = {
   disputed: 'disputed',
 };
 
-/** The caller's sessions that take time in a calendar, with the other party's name and the place. */
+/**
+ * The caller's sessions that take time in a calendar, with the other party's name and the place. Over the
+ * limit, the past ones go first, the longest ago first: what is still to come is what a calendar is for.
+ */
 const SESSIONS = `
+SELECT * FROM (
 SELECT s.id, s.state, s.starts_at AS "startsAt", s.ends_at AS "endsAt", s.coach_id = $1 AS "asCoach",
   s.terms->>'serviceName' AS "serviceName", s.terms->>'clientAddress' AS "clientAddress",
   a.name AS "placeName", a.address AS "placeAddress",
@@ -36,8 +40,10 @@ LEFT JOIN addresses a ON a.id = (CASE WHEN s.terms->>'addressId' ~ '^[0-9a-fA-F-
 LEFT JOIN user_profiles co ON co.id = s.coach_id
 LEFT JOIN user_profiles cl ON cl.id = s.client_id
 WHERE (s.client_id = $1 OR s.coach_id = $1) AND s.state = ANY($2::text[]) AND s.ends_at >= $3
-ORDER BY s.starts_at, s.id
-LIMIT $4`;
+ORDER BY s.ends_at < $5, (CASE WHEN s.ends_at >= $5 THEN s.starts_at END), s.starts_at DESC, s.id
+LIMIT $4
+) listed
+ORDER BY "startsAt", id`;
 
 interface Row {
   id: string;
@@ -101,6 +107,7 @@ export function calendarFeedQueries(deps: AppDeps): Router {
       Object.keys(STATUS),
       since.toISOString(),
       CALENDAR_FEED_MAX_EVENTS,
+      now.toISOString(),
     ]);
     ctx.set('Cache-Control', 'private, no-cache');
     ctx.set('Referrer-Policy', 'no-referrer');

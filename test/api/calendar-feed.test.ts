@@ -100,6 +100,30 @@ describe('calendar feed (added)', () => {
     expect(eventsOf((await fetchFeed(later.url)).body as string)).toEqual([]);
   });
 
+  it('over 5,000 sessions, drops the past ones first: the upcoming ones are listed (a busy group coach)', async () => {
+    const { coach, session } = await bookedPair();
+    // 5,000 seats of past group sessions in the last 90 days, as the sessions read model holds them.
+    await t.system.deps.db.query(
+      `INSERT INTO sessions (id, group_id, coach_id, client_id, service_id, payment_id, state, payment_state,
+         starts_at, ends_at, slot, timezone, terms, booked_at, updated_at)
+       SELECT gen_random_uuid(), gen_random_uuid(), $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+         'completed', 'delivered', $2::timestamptz - (i * interval '20 minutes'),
+         $2::timestamptz - (i * interval '20 minutes') + interval '1 hour', '', 'Europe/Berlin',
+         '{"serviceName": "Group yoga"}'::jsonb, $2, $2
+       FROM generate_series(1, 5000) AS i`,
+      [coach.id, '2026-12-01T07:00:00Z'],
+    );
+    const feed = await open(coach.token);
+    const events = eventsOf((await fetchFeed(feed.url)).body as string);
+    expect(events).toHaveLength(5000);
+    // The session still to come is there (it was left out: the 5,000 earliest were all past ones).
+    expect(events.map((e) => e.UID)).toContain(`${session.id}@sessions.coaching`);
+    // Still earliest first.
+    const starts = events.map((e) => e.DTSTART!);
+    expect([...starts].sort()).toEqual(starts);
+    expect(starts[starts.length - 1]).toBe('20261202T090000Z');
+  });
+
   it('replaces the address when asked again, and closes it on DELETE', async () => {
     const { client } = await bookedPair();
     const first = await open(client.token);
