@@ -68,6 +68,7 @@
       tbody.appendChild(tr);
     }
   }
+  const REVIEW_PAGE = 50;
   const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
 
   async function loadCounts() {
@@ -155,7 +156,7 @@
   }
 
   async function loadServices() {
-    const list = await api('GET', '/api/v1/admin/services?status=review');
+    const list = await api('GET', '/api/v1/admin/services?status=review&limit=' + REVIEW_PAGE);
     fill(
       $('services'),
       list.map((s) => {
@@ -184,6 +185,18 @@
       }),
       'nothing waits for review',
     );
+    // A full page may not be all: the list is oldest first, so the next ones show as these are decided.
+    if (list.length === REVIEW_PAGE) {
+      const tr = document.createElement('tr');
+      tr.className = 'more';
+      const td = cell(
+        'the oldest ' + REVIEW_PAGE + ' are shown; more may wait (approve or reject these to see them)',
+        'empty',
+      );
+      td.colSpan = 8;
+      tr.appendChild(td);
+      $('services').appendChild(tr);
+    }
   }
 
   async function loadProjections() {

@@ -252,6 +252,34 @@ suite(title, () => {
     await reloaded(before);
   });
 
+  it('says so when more services wait for review than the 50 it shows', async () => {
+    const coach = await m.coach();
+    const ids: string[] = [];
+    for (let i = 0; i < 51; i++) {
+      const created = await t.request('POST', '/api/v1/coach/services', {
+        token: coach.token,
+        body: { name: `Queued ${i}`, price: 40, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+      });
+      expect(created.status).toBe(200);
+      ids.push(created.body.id as string);
+    }
+    let before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    expect(await page.$$eval('#services tr[data-service]', (rows) => rows.length)).toBe(50);
+    expect(await page.textContent('#services tr.more')).toMatch(/oldest 50/);
+
+    for (const id of ids)
+      expect(
+        (await t.request('POST', `/api/v1/admin/services/${id}/reject`, { token: m.admin(), body: {} }))
+          .status,
+      ).toBe(200);
+    before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+    expect(await page.$('#services tr.more')).toBeNull();
+  }, 60_000);
+
   it('puts no token in the URL when the sign-in is pressed before the script ran', async () => {
     const bare = await browser.newPage();
     try {
