@@ -16,33 +16,10 @@ const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
 const SLOT = '2026-12-02T10:00:00'; // 09:00-10:00 UTC
 const act = (token: string, sessionId: string, action: string, body?: unknown) =>
   t.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body });
-const freeSlots = async (serviceId: string) =>
-  (
-    await t.request(
-      'GET',
-      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
-    )
-  ).body.slots.map((s: { slot: string }) => s.slot);
+const freeSlots = (serviceId: string) => m.freeSlotsOn(serviceId, '2026-12-02');
+const sessionAs = (token: string, id: string) => m.sessionAs(token, id);
 
-const sessionAs = async (token: string, id: string) =>
-  (await t.request('GET', `/api/v1/session/${id}`, { token })).body;
-
-async function booked(over: Record<string, unknown> = {}) {
-  const coach = await m.coach();
-  const serviceId = await m.offering(coach, { sessionCancellationHours: 24, ...over });
-  const client = await m.client();
-  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
-    token: client.token,
-    body: { slots: [SLOT] },
-  });
-  expect(res.status).toBe(200);
-  return {
-    coach,
-    client,
-    serviceId,
-    session: res.body[0] as { id: string; paymentId: string; groupId: string },
-  };
-}
+const booked = (over: Record<string, unknown> = {}) => m.sessionBooked(SLOT, over);
 
 describe('session lifecycle', () => {
   it('approve, complete, review: the rating and session count reach the public profile', async () => {

@@ -27,15 +27,8 @@ const act = (
 ) => t.request('POST', `/api/v1/session/${sessionId}/${action}`, { token, body, headers });
 const move = (token: string, sessionId: string, slot: string, headers?: Record<string, string>) =>
   act(token, sessionId, 'reschedule', { slot }, headers);
-const freeSlots = async (serviceId: string) =>
-  (
-    await t.request(
-      'GET',
-      `/api/v1/service/${serviceId}/availability?from_date=2026-12-02&to_date=2026-12-02`,
-    )
-  ).body.slots.map((s: { slot: string }) => s.slot);
-const sessionAs = async (token: string, id: string) =>
-  (await t.request('GET', `/api/v1/session/${id}`, { token })).body;
+const freeSlots = (serviceId: string) => m.freeSlotsOn(serviceId, '2026-12-02');
+const sessionAs = (token: string, id: string) => m.sessionAs(token, id);
 const typesOf = async (stream: string) =>
   (await t.system.deps.store.readStream(stream)).events.map((e) => e.type);
 
@@ -46,22 +39,7 @@ if (!testEventStoreOnEsdb())
     'session-reschedule: the booking write after the hold moved (failing, or a cancellation landing before it) is tested on EventStoreDB only (the SQL stores write both in one transaction)',
   );
 
-async function booked(over: Record<string, unknown> = {}) {
-  const coach = await m.coach();
-  const serviceId = await m.offering(coach, { sessionCancellationHours: 24, ...over });
-  const client = await m.client();
-  const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
-    token: client.token,
-    body: { slots: [SLOT] },
-  });
-  expect(res.status).toBe(200);
-  return {
-    coach,
-    client,
-    serviceId,
-    session: res.body[0] as { id: string; paymentId: string; groupId: string; price: number },
-  };
-}
+const booked = (over: Record<string, unknown> = {}) => m.sessionBooked(SLOT, over);
 
 describe('POST /api/v1/session/{id}/reschedule', () => {
   it('the client moves a new session: same session, payment and price at the new time', async () => {

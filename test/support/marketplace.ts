@@ -75,6 +75,40 @@ export function marketplace(t: TestSystem) {
       return created.id as string;
     },
     /**
+     * One session booked by a new client of a new coach's service (cancellation window 24 hours unless `over`
+     * says otherwise) at `slot`; the parties, the service and the answered session.
+     */
+    async sessionBooked(slot: string, over: Record<string, unknown> = {}) {
+      const coach = await api.coach();
+      const serviceId = await api.offering(coach, { sessionCancellationHours: 24, ...over });
+      const client = await user('client');
+      const booked = ok(
+        await t.request('POST', `/api/v1/service/${serviceId}`, {
+          token: client.token,
+          body: { slots: [slot] },
+        }),
+        'book the session',
+      );
+      return {
+        coach,
+        client,
+        serviceId,
+        session: booked[0] as { id: string; paymentId: string; groupId: string; price: number },
+      };
+    },
+    /** The free slots (local labels) of a service on one local date, as availability (6) lists them. */
+    async freeSlotsOn(serviceId: string, date: string): Promise<string[]> {
+      const res = await t.request(
+        'GET',
+        `/api/v1/service/${serviceId}/availability?from_date=${date}&to_date=${date}`,
+      );
+      return res.body.slots.map((s: { slot: string }) => s.slot);
+    },
+    /** A session as `token`'s holder reads it (GET /api/v1/session/{id}). */
+    async sessionAs(token: string, id: string) {
+      return (await t.request('GET', `/api/v1/session/${id}`, { token })).body;
+    },
+    /**
      * A client's package of three sessions (90 EUR, 30 days) from a new coach, its first session booked at
      * `slot`; the booking's first session (with its `groupId`, the package's id, and `paymentId`).
      */
