@@ -424,6 +424,11 @@ export function bookingCommands(deps: AppDeps): Router {
     if (!bookable) throw domainErrorToHttp({ code: 'slot_unavailable', message: 'the service is gone' });
     const status = paymentRead.state.payment?.status ?? 'awaiting';
     const from = { startsAt: session.startsAt, endsAt: session.endsAt, slot: session.slot };
+    /**
+     * The booking as this move left it: the answer is this request's move, not a later one made since (the
+     * stream read back could already hold another move of the session).
+     */
+    let own: Booking | undefined;
     const outcome = await handleCommand(
       deps.store,
       calendarStream(b.coachId),
@@ -452,6 +457,7 @@ export function bookingCommands(deps: AppDeps): Router {
           b,
         );
         if (decided._tag === 'Left') throw new DecideAgain();
+        own = decided.right.reduce(booking.evolve, b);
         return [
           {
             streamName: bookingStream(groupId),
@@ -502,6 +508,7 @@ export function bookingCommands(deps: AppDeps): Router {
             ...(causationId ? { causationId } : {}),
           });
           if (recorded.ok && recorded.position) last = recorded.position;
+          if (recorded.ok && recorded.events.length > 0) own = recorded.state;
           if (recorded.ok && recorded.events.length === 0) unrecorded = recorded.state;
         } catch (err) {
           // The hold has moved: that is the reschedule, and the booking process records it from the SlotMoved.
@@ -521,10 +528,16 @@ export function bookingCommands(deps: AppDeps): Router {
         // stores, not answered 200 with a canceled session at its old time.
         const refusal = unrecorded && refuseReschedule(unrecorded, sessionId, by, now);
         if (refusal) throw domainErrorToHttp(refusal);
+        // Recorded by the booking process first (or by this keyed request's earlier run): the move on the
+        // booking as this request read it.
+        if (unrecorded) {
+          const decided = booking.decide(record, b);
+          own = decided._tag === 'Right' ? decided.right.reduce(booking.evolve, b) : undefined;
+        }
       }
     }
     if (last) await deps.runner.waitFor(last, deps.config.consistencyWaitMs, ['calendar', 'sessions']);
-    return readState(deps.store, bookingStream(groupId), booking);
+    return own ?? readState(deps.store, bookingStream(groupId), booking);
   };
 
   // Move a session to another time: same session, payment, price and place (docs/api.md, "Session lifecycle").

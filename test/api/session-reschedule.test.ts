@@ -2,7 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { bookingStream } from '../../commands/booking/events';
+import { calendar } from '../../commands/calendar/decider';
 import { calendarStream } from '../../commands/calendar/events';
+import { readState } from '../../src/commandHandler';
+import type { EventMetadata } from '../../src/eventstore/types';
 import { bookingProcess } from '../../projections/bookingProcess';
 import { notificationProcess } from '../../projections/notificationProcess';
 import { eventually } from '../support/marketplace';
@@ -36,7 +39,7 @@ const typesOf = async (stream: string) =>
 const itOnEsdb = testEventStoreOnEsdb() ? it : it.skip;
 if (!testEventStoreOnEsdb())
   console.log(
-    'session-reschedule: the booking write after the hold moved (failing, or a cancellation landing before it) is tested on EventStoreDB only (the SQL stores write both in one transaction)',
+    "session-reschedule: the booking write after the hold moved (failing, or a cancellation or the payment's cancel via 16 landing before it) is tested on EventStoreDB only (the SQL stores write both in one transaction)",
   );
 
 const booked = (over: Record<string, unknown> = {}) => m.sessionBooked(SLOT, over);
@@ -246,6 +249,36 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
     }
   });
 
+  it('a move and a booking racing for the last seat of a group slot: one gets it, never a third seat', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, {
+      groupSession: true,
+      maxGroupSize: 2,
+      sessionCancellationHours: 24,
+    });
+    const [seated, mover, booker] = [await m.client(), await m.client(), await m.client()];
+    const book = (token: string, slot: string) =>
+      t.request('POST', `/api/v1/service/${serviceId}`, { token, body: { slots: [slot] } });
+    expect((await book(seated.token, '2026-12-02T15:00')).status).toBe(200);
+    const moving = await book(mover.token, SLOT);
+    expect(moving.status).toBe(200);
+    const results = await Promise.all([
+      move(mover.token, moving.body[0].id, '2026-12-02T15:00'),
+      book(booker.token, '2026-12-02T15:00'),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(results.find((r) => r.status === 409)!.body.error).toBe('slot_unavailable');
+    const holds = [
+      ...(await readState(t.system.deps.store, calendarStream(coach.id), calendar)).reservations.values(),
+    ];
+    expect(holds.filter((h) => h.startsAt === '2026-12-02T14:00:00.000Z')).toHaveLength(2);
+    // The mover holds one seat, at 15:00 or still at 10:00.
+    expect(holds.filter((h) => h.sessionId === moving.body[0].id).map((h) => h.startsAt)).toEqual([
+      results[0].status === 200 ? '2026-12-02T14:00:00.000Z' : '2026-12-02T09:00:00.000Z',
+    ]);
+    expect(await freeSlots(serviceId)).not.toContain('2026-12-02T15:00:00');
+  });
+
   it('two moves of one session at once (client and coach, to different slots): the later is decided on the moved session', async () => {
     const { coach, client, serviceId, session } = await booked();
     const results = await Promise.all([
@@ -268,6 +301,53 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
       'SessionRescheduled',
       'SessionRescheduled',
     ]);
+  });
+
+  it('each of two moves in a row answers its own move, not the later one (it answered the session as read after it)', async () => {
+    const { coach, client, session } = await booked();
+    const { store } = t.system.deps;
+    const { append, appendMany } = store;
+    let coachMove: Promise<{ status: number; body: { slot: string } }> | undefined;
+    let clientMove: Promise<unknown> | undefined;
+    // Right after the client's request stores its move (the booking's record, with the hold's move on the SQL
+    // stores), before its answer is made, the coach moves the session on.
+    const recorded = (streamName: string, events: { type: string; metadata?: EventMetadata }[]) =>
+      streamName === bookingStream(session.groupId) && events.some((e) => e.type === 'SessionRescheduled');
+    const fromRequest = (events: { metadata?: EventMetadata }[]) => events.some((e) => e.metadata?.requestId);
+    const thenCoach = async <R>(written: R, record: boolean) => {
+      if (record && !coachMove) {
+        coachMove = move(coach.token, session.id, '2026-12-02T15:00');
+        await coachMove;
+      }
+      return written;
+    };
+    store.append = async (name, events, opts) => {
+      // On EventStoreDB the booking process records the client's move only after the request has (it would
+      // find it recorded), so the request's own write is the one stepped into.
+      if (recorded(name, events) && !fromRequest(events) && !coachMove) await clientMove;
+      return thenCoach(
+        await append.call(store, name, events, opts),
+        recorded(name, events) && fromRequest(events),
+      );
+    };
+    if (appendMany)
+      store.appendMany = async (appends) =>
+        thenCoach(
+          await appendMany.call(store, appends),
+          appends.some((x) => 'events' in x && recorded(x.streamName, x.events)),
+        );
+    let res;
+    try {
+      clientMove = move(client.token, session.id, '2026-12-02T14:00');
+      res = (await clientMove) as Awaited<ReturnType<typeof move>>;
+    } finally {
+      store.append = append;
+      if (appendMany) store.appendMany = appendMany;
+    }
+    const later = await coachMove!;
+    expect([later.status, later.body.slot]).toEqual([200, '2026-12-02T15:00:00']);
+    expect([res.status, res.body.slot, res.body.state]).toEqual([200, '2026-12-02T14:00:00', 'new']);
+    expect(await sessionAs(client.token, session.id)).toMatchObject({ slot: '2026-12-02T15:00:00' });
   });
 
   itOnEsdb(
@@ -297,6 +377,69 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
       const slots = await freeSlots(serviceId);
       expect(slots).toEqual(expect.arrayContaining([SLOT, '2026-12-02T14:00:00']));
     },
+  );
+
+  /**
+   * The payment canceled (16, the provider's integration) at an exact moment of a client's move: just before
+   * the hold's move is written (`hold`), or on EventStoreDB between it and the booking's record (`record`).
+   * Whichever way, the session ends canceled and neither its old nor its new slot stays held.
+   */
+  const paymentCanceledAs = async (when: 'hold' | 'record') => {
+    const { client, coach, serviceId, session } = await booked();
+    const { store } = t.system.deps;
+    const { append, appendMany } = store;
+    let cancel: Promise<{ status: number }> | undefined;
+    const due = (name: string, events: { type: string }[]) =>
+      when === 'hold'
+        ? events.some((e) => e.type === 'SlotMoved')
+        : name === bookingStream(session.groupId) && events.some((e) => e.type === 'SessionRescheduled');
+    const cancelFirst = async () => {
+      cancel ??= t.request('POST', `/api/v1/payment/private/payment/${session.paymentId}/cancel`, {
+        token: t.token(randomUUID(), ['service']),
+      });
+      await cancel;
+    };
+    store.append = async (name, events, opts) => {
+      if (due(name, events)) await cancelFirst();
+      return append.call(store, name, events, opts);
+    };
+    if (appendMany)
+      store.appendMany = async (appends) => {
+        if (appends.some((x) => 'events' in x && due(x.streamName, x.events))) await cancelFirst();
+        return appendMany.call(store, appends);
+      };
+    let res;
+    try {
+      res = await move(client.token, session.id, '2026-12-02T15:00');
+    } finally {
+      store.append = append;
+      if (appendMany) store.appendMany = appendMany;
+    }
+    expect((await cancel)?.status).toBe(200);
+    if (when === 'hold') expect([res.status, res.body.error]).toEqual([409, 'invalid_transition']);
+    const read = await eventually(
+      () => sessionAs(client.token, session.id),
+      (x: { state: string }) => x.state === 'canceled',
+    );
+    expect(read).toMatchObject({ state: 'canceled', paymentState: 'canceled' });
+    const holds = await eventually(
+      async () => (await readState(store, calendarStream(coach.id), calendar)).reservations,
+      (r) => !r.has(session.id),
+    );
+    expect(holds.has(session.id)).toBe(false);
+    const slots = await eventually(
+      () => freeSlots(serviceId),
+      (x) => x.includes(SLOT) && x.includes('2026-12-02T15:00:00'),
+    );
+    expect(slots).toEqual(expect.arrayContaining([SLOT, '2026-12-02T15:00:00']));
+  };
+
+  it("the payment canceled (16) just before the hold's move is written: 409, canceled, both slots free", () =>
+    paymentCanceledAs('hold'));
+
+  itOnEsdb(
+    "the payment canceled (16) between the hold's move and its record: canceled, both slots free",
+    () => paymentCanceledAs('record'),
   );
 
   itOnEsdb(
@@ -371,5 +514,54 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
     const moved = (await store.readStream(calendarStream(coach.id))).events.at(-1)!;
     await bookingProcess(store, () => new Date()).react!(moved);
     expect(await typesOf(bookingStream(session.groupId))).toEqual(['SessionsBooked', 'SessionRescheduled']);
+  });
+
+  it('a request that died after the hold moved, then the session canceled: neither slot stays held', async () => {
+    const { client, coach, serviceId, session } = await booked();
+    const { store } = t.system.deps;
+    const cal = await store.readStream(calendarStream(coach.id));
+    const held = cal.events.find((e) => e.type === 'SlotsReserved')!.data as {
+      sessions: { startsAt: string; endsAt: string; slot: string }[];
+      serviceId: string;
+    };
+    await store.append(
+      calendarStream(coach.id),
+      [
+        {
+          type: 'SlotMoved',
+          data: {
+            coachId: coach.id,
+            groupId: session.groupId,
+            sessionId: session.id,
+            serviceId: held.serviceId,
+            clientId: client.id,
+            from: { startsAt: held.sessions[0]!.startsAt, endsAt: held.sessions[0]!.endsAt, slot: SLOT },
+            to: {
+              startsAt: '2026-12-02T13:00:00.000Z',
+              endsAt: '2026-12-02T14:00:00.000Z',
+              slot: '2026-12-02T14:00:00',
+            },
+            by: 'client',
+            moveId: randomUUID(),
+            movedAt: '2026-12-01T08:00:00.000Z',
+          },
+          metadata: { actor: { userId: client.id, role: 'client' } },
+        },
+      ],
+      { expectedRevision: cal.revision },
+    );
+    // At once: before or after the booking process records the move, whichever it is.
+    expect((await act(client.token, session.id, 'cancel', {})).status).toBe(200);
+    const holds = await eventually(
+      async () => (await readState(store, calendarStream(coach.id), calendar)).reservations,
+      (r) => !r.has(session.id),
+    );
+    expect(holds.has(session.id)).toBe(false);
+    const slots = await eventually(
+      () => freeSlots(serviceId),
+      (x) => x.includes(SLOT) && x.includes('2026-12-02T14:00:00'),
+    );
+    expect(slots).toEqual(expect.arrayContaining([SLOT, '2026-12-02T14:00:00']));
+    expect(await sessionAs(client.token, session.id)).toMatchObject({ state: 'canceled' });
   });
 });
