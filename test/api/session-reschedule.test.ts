@@ -434,6 +434,53 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
     expect(slots).toEqual(expect.arrayContaining([SLOT, '2026-12-02T15:00:00']));
   };
 
+  it("the coach closing that time just before the hold's move is written: 409 slot_unavailable, nothing moved", async () => {
+    const { client, coach, serviceId, session } = await booked();
+    const { store } = t.system.deps;
+    const { append, appendMany } = store;
+    let closing: Promise<{ status: number }> | undefined;
+    const hours = [{ start: '09:00', end: '17:00' }];
+    // Wednesday 2 December ends at noon now.
+    const closeFirst = async () => {
+      closing ??= t.request('PUT', '/api/v1/coach/schedule', {
+        token: coach.token,
+        body: {
+          timezone: 'Europe/Berlin',
+          weekly: {
+            monday: hours,
+            tuesday: hours,
+            wednesday: [{ start: '09:00', end: '12:00' }],
+            thursday: hours,
+            friday: hours,
+          },
+        },
+      });
+      await closing;
+    };
+    store.append = async (name, events, opts) => {
+      if (events.some((e) => e.type === 'SlotMoved')) await closeFirst();
+      return append.call(store, name, events, opts);
+    };
+    if (appendMany)
+      store.appendMany = async (appends) => {
+        if (appends.some((x) => 'events' in x && x.events.some((e) => e.type === 'SlotMoved')))
+          await closeFirst();
+        return appendMany.call(store, appends);
+      };
+    let res;
+    try {
+      res = await move(client.token, session.id, '2026-12-02T15:00');
+    } finally {
+      store.append = append;
+      if (appendMany) store.appendMany = appendMany;
+    }
+    expect((await closing)?.status).toBe(200);
+    expect([res.status, res.body.error]).toEqual([409, 'slot_unavailable']);
+    expect(await typesOf(calendarStream(coach.id))).not.toContain('SlotMoved');
+    expect(await sessionAs(client.token, session.id)).toMatchObject({ slot: SLOT });
+    expect(await freeSlots(serviceId)).not.toContain('2026-12-02T15:00:00');
+  });
+
   it("the payment canceled (16) just before the hold's move is written: 409, canceled, both slots free", () =>
     paymentCanceledAs('hold'));
 
