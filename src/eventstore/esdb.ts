@@ -27,6 +27,7 @@ import {
   comparePositions,
 } from './types';
 import { scanLog } from './scan';
+import { appendOnCall } from './esdbAppend';
 
 /** A subscription the server ended without being asked; subscribing again from the last position is the cure. */
 export class SubscriptionEndedError extends Error {
@@ -45,7 +46,8 @@ const RAW_GRPC: Record<number, string> = { 1: 'cancelled', 4: 'deadline-exceeded
  * A node that is up but not ready (opening its database, electing a leader) or overloaded answers an append
  * sent through BatchAppend with a bare status: no code, `google.protobuf.Empty` details, and one of these
  * messages (EventStoreDB 23.10/24.10, `Streams.BatchAppend.cs`). The client cannot place it and hands over
- * an UnknownError "Could not recognize <message>"; reads and Streams.Append get UNAVAILABLE for the same.
+ * an UnknownError "Could not recognize <message>"; reads and Streams.Append (which appends here go through)
+ * get UNAVAILABLE for the same. Still read as "unavailable" should the message reach a call another way.
  */
 const NOT_READY = /\b(Server Is Not Ready|Server Is (Too )?Busy|No leader info available)\b/;
 /**
@@ -124,22 +126,21 @@ export class ReadDeadlineError extends Error {
   }
 }
 
+const UNIMPLEMENTED = 12;
 /**
- * An append the node has not answered by its deadline and a grace after it. Through BatchAppend the
- * deadline travels in the request and the server answers a late append itself ("Timeout"); the client's
- * call has none (one long-lived call carries every append). So no answer by then means none is coming: the
- * server (a proxy, a node shutting down) ended that call with OK, and the client, which kept it, would have
- * waited for ever, with every later append.
+ * An Append call whose answer did not come, so whether the node wrote the events is not known: the call's
+ * deadline passed (DEADLINE_EXCEEDED; a stalled node, a half-open connection), or the call was ended with
+ * status OK and no answer (a proxy, a node shutting down: @grpc/grpc-js reports UNIMPLEMENTED "No message
+ * received"). A call cut off with the connection (UNAVAILABLE, CANCELLED, RST_STREAM) is sent again as it is.
  */
-export class AppendNoAnswerError extends Error {
-  readonly type = 'deadline-exceeded';
-  constructor(ms: number) {
-    super(`the EventStoreDB node did not answer an append within ${ms} ms`);
-    this.name = 'AppendNoAnswerError';
-  }
-}
-/** Beyond the append's deadline, time for the server's own "Timeout" answer to arrive. */
-const NO_ANSWER_GRACE_MS = 1000;
+const isUnanswered = (err: unknown) => {
+  const e = err as { type?: unknown; code?: unknown; details?: unknown; message?: unknown };
+  if (typeOf(err) === 'deadline-exceeded') return true;
+  return (
+    e?.code === UNIMPLEMENTED &&
+    /\bNo message received\b/.test(`${String(e.details ?? '')} ${String(e.message ?? '')}`)
+  );
+};
 /** Events read back from a stream's end to find an unanswered append's events. */
 const LOOK_UP_EVENTS = 200;
 
@@ -165,12 +166,9 @@ export function createEsdbEventStore(
   let closed = false;
   /**
    * Puts a new client in place of `failed` when it is still the one in use and is broken for good: it would
-   * hand out a closed gRPC channel again, or an append on it got no answer (it keeps the BatchAppend call the
-   * server ended and would send every later append on it). Calls that failed together renew once. The old
-   * client is left alone to finish what runs on it (a subscription until its runner stops it): disposing it,
-   * or closing its channel, ends its live BatchAppend call, and the client then rejects the appends waiting
-   * on every client's BatchAppend call (it keeps them in one module-wide map); their answers, when they come,
-   * throw an uncaught TypeError inside the client.
+   * hand out a closed gRPC channel again. Calls that failed together renew once. The old client is left
+   * alone to finish what runs on it (a subscription until its runner stops it). An append that got no answer
+   * needs none: each goes on its own Append call (see `appendOnCall`), none is kept for the next.
    */
   const renew = (failed: EventStoreDBClient) => {
     if (failed !== client || closed) return;
@@ -288,34 +286,16 @@ export function createEsdbEventStore(
 
   const readAllRetrying = (from: Position, limit?: number) => retrying((c) => readAll(c, from, limit));
 
-  /** One append on `c`; past its deadline and a grace unanswered, AppendNoAnswerError and `c` is renewed. */
-  const appendOnce = async (
+  /**
+   * One append on `c`, on its own Append call with the client's deadline (`defaultDeadline`), never through
+   * BatchAppend (see `esdbAppend.ts` for why).
+   */
+  const appendOnce = (
     c: EventStoreDBClient,
     streamName: string,
     proposed: ReturnType<typeof jsonEvent>[],
     expectedRevision: ExpectedRevision,
-  ) => {
-    const pending = c.appendToStream(streamName, proposed, {
-      expectedRevision: esdbExpected(expectedRevision),
-    });
-    const waitMs = readDeadlineMs + NO_ANSWER_GRACE_MS;
-    let timer: NodeJS.Timeout | undefined;
-    const noAnswer = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new AppendNoAnswerError(waitMs)), waitMs);
-    });
-    try {
-      return await Promise.race([pending, noAnswer]);
-    } catch (err) {
-      if (err instanceof AppendNoAnswerError) {
-        // Whatever the abandoned call says later (if ever) is nobody's business now.
-        pending.catch(() => undefined);
-        renew(c);
-      }
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  ) => appendOnCall(c, streamName, proposed, esdbExpected(expectedRevision));
 
   /**
    * What the log holds of an append whose answer did not come: its events' result when every one of them is
@@ -366,9 +346,9 @@ export function createEsdbEventStore(
           try {
             return await appendOnce(c, streamName, proposed, expectedRevision);
           } catch (err) {
-            // Once: the log says whether it landed; if not, it is sent again, with the same ids, on a new
-            // client. A second silence is a node away (503): the total wait stays about twice the deadline.
-            if (!(err instanceof AppendNoAnswerError) || unanswered) throw err;
+            // Once: the log says whether it landed; if not, it is sent again, with the same ids. A second
+            // silence is a node away (503): the total wait stays about twice the deadline, plus the read.
+            if (!isUnanswered(err) || unanswered) throw err;
             unanswered = true;
             const written = await lookUp(
               streamName,

@@ -333,11 +333,12 @@ describe('a keyed booking on EventStoreDB when the node goes away mid-request', 
     expect(sessions.body.map((s: { id: string }) => s.id)).toEqual([session.id]);
     expect(await typesIn(bookingStream(session.groupId))).toEqual(['SessionsBooked']);
   }, 60_000);
-  // The node (or a proxy in front of it) ends the BatchAppend call with OK right after storing the hold,
-  // without answering: the client waited for ever (its call has no deadline), the request with it.
-  it('the hold stored but its BatchAppend call ended unanswered: 200 within seconds, held once, the key replays it', async () => {
+  // The node stores the hold but its answer never comes (a stalled node, a half-open connection): the
+  // append's call fails past its deadline, and the log says it landed. (Through BatchAppend, whose call has
+  // no deadline, the client waited for ever, the request with it.)
+  it('the hold stored but its append left unanswered: 200 within seconds, held once, the key replays it', async () => {
     const { coach, client, book, typesIn } = await keyedBooking('2026-12-09T12:00:00');
-    beforeHold = () => double.endBatchAppends({ next: 'written' });
+    beforeHold = () => double.leaveAppendsUnanswered({ next: 'written' });
     const started = Date.now();
     const first = await book();
     expect(first.status).toBe(200);

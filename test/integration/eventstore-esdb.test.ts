@@ -38,9 +38,17 @@ describe('EventStoreDB adapter on the wire (double)', () => {
   };
   const ev = (type: string, data: unknown = {}) => ({ type, data });
 
-  it('sends appends through BatchAppend when the server advertises it, through Append when not', async () => {
-    await store.append(`s-${randomUUID()}`, [ev('A')]);
-    expect(double.stats().calls).toMatchObject({ batchAppend: 1, append: 0 });
+  // BatchAppend in the client crashed the process (see the next test) and its calls have no deadline: every
+  // append goes on its own Append call, with the client's deadline, whatever the server advertises.
+  it('sends appends through Append, also when the server advertises BatchAppend; none is left for a proxy to end', async () => {
+    const first = `s-${randomUUID()}`;
+    await store.append(first, [ev('A')]);
+    expect(double.stats().calls).toMatchObject({ batchAppend: 0, append: 1 });
+    // A proxy (or a node shutting down) ending BatchAppend calls with OK finds none of ours: the appends after
+    // it are answered as before (the one long-lived BatchAppend call kept them waiting for ever).
+    expect(double.endBatchAppends()).toBe(0);
+    await store.append(first, [ev('B')], { expectedRevision: 0n });
+    expect(double.stats().calls).toMatchObject({ batchAppend: 0, append: 2 });
     const plain = await startEsdbDouble({ batchAppend: false });
     const other = createEsdbEventStore(plain.url);
     const s = `s-${randomUUID()}`;
@@ -50,6 +58,32 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     expect(plain.stats().calls).toMatchObject({ batchAppend: 0, append: 2 });
     await other.close();
     await plain.close();
+  });
+
+  // @eventstore/db-client 6.2.1 keeps the appends waiting on BatchAppend calls in one module-wide map: an
+  // "error" on any client's call rejected and forgot every client's pending appends, and their answers, when
+  // they came on a healthy call, threw a TypeError inside the client's gRPC handler: an uncaught exception,
+  // the process down. A renewed client left beside the old one (or a second store) was enough, the old call
+  // erroring later (a node restart, a keepalive timeout on a half-open connection, a dispose).
+  it("an append waiting for its answer while another client's call fails: answered once, nothing thrown", async () => {
+    const other = createEsdbEventStore(double.url);
+    const s = `s-${randomUUID()}`;
+    await store.append(s, [ev('A')]);
+    await other.append(`o-${randomUUID()}`, [ev('A')]);
+    const sent = () => double.stats().calls.append + double.stats().calls.batchAppend;
+    const before = sent();
+    double.delayAnswers(300);
+    const id = randomUUID();
+    const pending = store.append(s, [{ id, ...ev('B') }], { expectedRevision: 0n });
+    await waitUntil(() => sent() > before);
+    // Closing the other store cancels its calls: its BatchAppend call, if it had one, emits "error".
+    await other.close();
+    const res = await pending;
+    double.delayAnswers(0);
+    const { events } = await store.readStream(s);
+    expect(events.map((e) => e.type)).toEqual(['A', 'B']);
+    expect(res.nextRevision).toBe(events.find((e) => e.id === id)!.revision);
+    await store.append(s, [ev('C')], { expectedRevision: 1n });
   });
 
   it('reads that stop early release their gRPC calls, so close() returns', async () => {
@@ -155,8 +189,8 @@ describe('EventStoreDB adapter on the wire (double)', () => {
   it('a node back up but not ready yet (or too busy) is waited for: an append lands once it is ready', async () => {
     const s = `s-${randomUUID()}`;
     await store.append(s, [ev('Before')]);
-    // A real node accepts connections while it opens its database and becomes leader; BatchAppend answers
-    // "Server Is Not Ready" with a bare status the client reports as an UnknownError.
+    // A real node accepts connections while it opens its database and becomes leader; Append answers
+    // UNAVAILABLE "Server Is Not Ready" (BatchAppend, a bare status the client reports as an UnknownError).
     await double.restart({ downMs: 100, notReadyMs: 700 });
     await store.append(s, [ev('During')], { expectedRevision: 0n });
     double.notReady(500, { busy: true });
@@ -341,38 +375,28 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     },
   );
 
-  // The client sends every append on one BatchAppend call it keeps for good, with no deadline of its own
-  // (the deadline travels in the request for the server to apply). A call the server ended with OK stayed
-  // in its cache: every append after it waited for ever, and so did close().
-  it('a BatchAppend call the server ends with OK: the next appends are answered within their deadline, and close() returns', async () => {
-    const quick = createEsdbEventStore(`${double.url}&defaultDeadline=500`);
-    const s = `s-${randomUUID()}`;
-    await quick.append(s, [ev('A')]);
-    expect(double.endBatchAppends()).toBe(1);
-    const started = Date.now();
-    const next = quick.append(s, [ev('B')], { expectedRevision: 0n });
-    expect(await within(next, 4000)).toBe('done');
-    expect(Date.now() - started).toBeLessThan(4000);
-    await quick.append(s, [ev('C')], { expectedRevision: 1n });
-    expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'B', 'C']);
-    expect(await within(quick.close(), 3000)).toBe('done');
-  });
-
-  it.each(['written', 'dropped'] as const)(
-    'an append whose call the server ends unanswered (%s): looked up again with the same ids, answered, in the log once',
-    async (next) => {
+  // Whether an append whose answer did not come was written is not known: its call's deadline passed (a
+  // stalled node, a half-open connection), or a proxy ended the call with OK and no answer. The log says.
+  it.each([
+    ['written', 'stalled'],
+    ['dropped', 'stalled'],
+    ['written', 'ended'],
+    ['dropped', 'ended'],
+  ] as const)(
+    'an append whose call gets no answer (%s, call %s): looked up again with the same ids, answered, in the log once',
+    async (next, how) => {
       const quick = createEsdbEventStore(`${double.url}&defaultDeadline=500`);
       const s = `s-${randomUUID()}`;
       await quick.append(s, [ev('A')]);
       for (const expectedRevision of [0n, 'any'] as const) {
-        double.endBatchAppends({ next });
+        double.leaveAppendsUnanswered({ next, end: how === 'ended' });
         const started = Date.now();
-        const sent = double.stats().calls.batchAppend;
+        const sent = double.stats().calls.append;
         const id = randomUUID();
         const res = await quick.append(s, [{ id, ...ev('B') }], { expectedRevision });
         expect(Date.now() - started).toBeLessThan(4000);
         // Written: found in the log, not sent again; dropped: not there, so sent again.
-        expect(double.stats().calls.batchAppend - sent).toBe(next === 'written' ? 1 : 2);
+        expect(double.stats().calls.append - sent).toBe(next === 'written' ? 1 : 2);
         const { events } = await quick.readStream(s);
         expect(events.filter((e) => e.id === id)).toHaveLength(1);
         expect(res.nextRevision).toBe(events.find((e) => e.id === id)!.revision);
@@ -386,13 +410,16 @@ describe('EventStoreDB adapter on the wire (double)', () => {
     const quick = createEsdbEventStore(`${double.url}&defaultDeadline=500`);
     const s = `s-${randomUUID()}`;
     await quick.append(s, [ev('A')]);
-    double.endBatchAppends({ next: 'dropped', count: 10 });
+    double.leaveAppendsUnanswered({ next: 'dropped', count: 10 });
     const started = Date.now();
+    const sent = double.stats().calls.append;
     const err = await quick.append(s, [ev('B')]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EventStoreUnavailableError);
     expect(isTransient(err)).toBe(true);
     expect(Date.now() - started).toBeLessThan(5000);
-    double.endBatchAppends();
+    // Sent, looked up, sent once more: then given up.
+    expect(double.stats().calls.append - sent).toBe(2);
+    double.leaveAppendsUnanswered({ next: 'dropped', count: 0 });
     await quick.append(s, [ev('C')], { expectedRevision: 0n });
     expect((await quick.readStream(s)).events.map((e) => e.type)).toEqual(['A', 'C']);
     expect(await within(quick.close(), 3000)).toBe('done');

@@ -68,12 +68,16 @@ export interface EsdbDouble {
   dropConnections(code?: number): number;
   /**
    * Ends every open BatchAppend call with status OK, as a proxy or a node shutting down may (a real node
-   * does not otherwise: the stream lives as long as the client keeps it). With `next`, it ends none now;
-   * the next `count` (default 1) appends sent through BatchAppend end their call that way instead of being
-   * answered, after being written (`next: 'written'`, the answer lost) or not (`next: 'dropped'`).
-   * Returns how many calls it ended now.
+   * does not otherwise: the stream lives as long as the client keeps it). Returns how many it ended.
    */
-  endBatchAppends(opts?: { next?: 'written' | 'dropped'; count?: number }): number;
+  endBatchAppends(): number;
+  /**
+   * The next `count` (default 1; 0 stops it) appends, through Append or BatchAppend, get no answer, after
+   * being written (`next: 'written'`, the answer lost) or not (`next: 'dropped'`): their call is left open
+   * until the client gives up on it (its deadline), as a stalled node or a half-open connection leaves it;
+   * with `end`, it is ended at once with status OK and no answer, as a proxy or a node shutting down may.
+   */
+  leaveAppendsUnanswered(opts: { next: 'written' | 'dropped'; count?: number; end?: boolean }): void;
   /** Ends the oldest live subscription with an error status (UNAVAILABLE unless told). */
   failSubscription(code?: grpc.status, details?: string): boolean;
   /**
@@ -224,7 +228,15 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
   let notReadyBusy = false;
   let restarts = 0;
   const batchAppendCalls = new Set<grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>>();
-  let endNextBatchAppend: { mode: 'written' | 'dropped'; count: number } | null = null;
+  let unanswered: { mode: 'written' | 'dropped'; count: number; end: boolean } | null = null;
+  /** Whether this append is one to leave unanswered (written first when so told); counts it down. */
+  const leftUnanswered = (write: () => void) => {
+    if (!unanswered) return null;
+    const { mode, end } = unanswered;
+    if (mode === 'written') write();
+    if (--unanswered.count <= 0) unanswered = null;
+    return { end };
+  };
   const calls = { read: 0, subscribe: 0, append: 0, batchAppend: 0 };
 
   const record = (streamName: string, p: Proposed): Stored => {
@@ -500,6 +512,12 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         }
         const name = utf8(options.getStreamIdentifier()!.getStreamName_asU8());
         const expected = expectedOf(options, () => (options!.hasRevision() ? options!.getRevision() : null));
+        const left = leftUnanswered(() => write(name, expected, proposed));
+        if (left) {
+          // Status OK without an answer (grpc-js sends no message then); else no answer at all.
+          if (left.end) callback({ code: grpc.status.OK, details: '' });
+          return;
+        }
         const res = write(name, expected, proposed);
         const resp = new AppendResp();
         if (res.ok) {
@@ -552,11 +570,10 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
         const expected = expectedOf(options, () =>
           options.hasStreamPosition() ? options.getStreamPosition() : null,
         );
-        if (endNextBatchAppend) {
-          // Ended with OK instead of answered: the client is told nothing about this append.
-          if (endNextBatchAppend.mode === 'written') write(name, expected, proposed);
-          if (--endNextBatchAppend.count <= 0) endNextBatchAppend = null;
-          call.end();
+        const left = leftUnanswered(() => write(name, expected, proposed));
+        if (left) {
+          // The client is told nothing about this append; with `end`, its call is ended with OK.
+          if (left.end) call.end();
           return;
         }
         const deadline = options.getDeadline()?.toDate().getTime() ?? Infinity;
@@ -708,13 +725,14 @@ export async function startEsdbDouble(options: EsdbDoubleOptions = {}): Promise<
       for (const session of open) session.destroy(undefined, code);
       return open.length;
     },
-    endBatchAppends({ next, count = 1 } = {}) {
-      endNextBatchAppend = next && count > 0 ? { mode: next, count } : null;
-      if (next) return 0;
+    endBatchAppends() {
       const open = [...batchAppendCalls];
       batchAppendCalls.clear();
       for (const call of open) call.end();
       return open.length;
+    },
+    leaveAppendsUnanswered({ next, count = 1, end = false }) {
+      unanswered = count > 0 ? { mode: next, count, end } : null;
     },
     failSubscription(code = grpc.status.UNAVAILABLE, details = 'Subscription dropped by the server') {
       const [first] = subs;
