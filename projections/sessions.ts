@@ -28,16 +28,25 @@ const INSERT_SESSION = `INSERT INTO sessions (id, group_id, coach_id, client_id,
    $11::jsonb, $12, $12)
  ON CONFLICT (id) DO NOTHING`;
 const INSERT_SESSION_BUMPED = bumped(INSERT_SESSION, 'sessions');
+// `revision` counts the changes a calendar feed shows (its SEQUENCE): the state, the time.
 const SET_STATE = bumpedRows(
-  'UPDATE sessions SET state = $2, updated_at = $3 WHERE id = $1',
+  'UPDATE sessions SET state = $2, updated_at = $3, revision = revision + 1 WHERE id = $1',
   'client_id',
   'sessions',
 );
 const RESCHEDULE = bumpedRows(
-  'UPDATE sessions SET starts_at = $2, ends_at = $3, slot = $4, state = $5, updated_at = $6 WHERE id = $1',
+  'UPDATE sessions SET starts_at = $2, ends_at = $3, slot = $4, state = $5, updated_at = $6, revision = revision + 1 WHERE id = $1',
   'client_id',
   'sessions',
 );
+/**
+ * A seat moved away from a group slot: the seats left there (any state, with the same coach, service and
+ * start) count the change, more than the moved seat took with it, so the slot's count in a coach's feed
+ * (queries/calendarFeed.ts, the sum over its seats) still grows.
+ */
+const LEFT_BEHIND = `UPDATE sessions
+  SET revision = revision + 2 + COALESCE((SELECT m.revision FROM sessions m WHERE m.id = $4), 0)
+  WHERE coach_id = $1 AND service_id = $2 AND starts_at = $3 AND id <> $4`;
 const SET_PAYMENT_STATE = bumpedRows(
   'UPDATE sessions SET payment_state = $2, updated_at = $3 WHERE payment_id = $1',
   'client_id',
@@ -95,6 +104,8 @@ export const sessionsProjection: Projection = {
         return;
       case 'SessionRescheduled': {
         const d = event.data;
+        // Before the move (it reads the moved seat's count); write-only, as a batched rebuild replays it.
+        await tx.query(LEFT_BEHIND, [d.coachId, d.serviceId, d.from.startsAt, d.sessionId]);
         await tx.query(RESCHEDULE, [d.sessionId, d.to.startsAt, d.to.endsAt, d.to.slot, d.state, at]);
         return;
       }

@@ -51,8 +51,10 @@ function placeOf(book: ReturnType<typeof addressBook.initialState>, body: Bookin
   const common = { clientAddress: body.address ?? '', clientLocation };
   if (body.addressId) {
     const addressId = body.addressId.toLowerCase();
-    if (!book.addresses.some((a) => a.id === addressId)) return null;
-    return { ...common, addressId, minutesTravel: 0 };
+    const at = book.addresses.find((a) => a.id === addressId);
+    if (!at) return null;
+    // The place as it is now, kept with the session: it stays where it was booked if the coach deletes it.
+    return { ...common, addressId, place: { name: at.name, address: at.address }, minutesTravel: 0 };
   }
   const base = book.addresses.find((a) => a.isDefault) ?? null;
   return { ...common, addressId: null, minutesTravel: travelMinutes(base, clientLocation) };

@@ -129,6 +129,7 @@ export type ClientOrder = Pick<
   | 'method'
   | 'methodId'
   | 'addressId'
+  | 'place'
   | 'clientAddress'
   | 'clientLocation'
   | 'parking'
@@ -136,6 +137,13 @@ export type ClientOrder = Pick<
   | 'orderDescription'
   | 'minutesTravel'
 >;
+
+/** A package's terms without the place of its first booking (a later session is at its own order's). */
+const termsWithoutPlace = (terms: BookingTerms): BookingTerms => {
+  const rest = { ...terms };
+  delete rest.place;
+  return rest;
+};
 
 /** The service's part of a booking's terms, as the service is when the booking is decided. */
 export const serviceTermsOf = (s: BookableService) => ({
@@ -419,9 +427,10 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
               // and the length is the service's as held now (the coach may have changed it since).
               terms: pkg
                 ? {
-                    ...pkg.terms,
+                    ...termsWithoutPlace(pkg.terms),
                     minutesDuration: rules.minutesDuration,
                     addressId: command.order.addressId,
+                    ...(command.order.place ? { place: command.order.place } : {}),
                     clientAddress: command.order.clientAddress,
                     clientLocation: command.order.clientLocation,
                     parking: command.order.parking,

@@ -48,6 +48,11 @@ export interface BookingTerms {
   methodId: number;
   /** One of the coach's saved addresses where the session takes place; null: at the client's place. */
   addressId: string | null;
+  /**
+   * That address's name and text as they were when booked: the session keeps its place after the coach
+   * deletes the address. Absent at the client's place, and in bookings made before it was copied.
+   */
+  place?: { name: string; address: string };
   clientAddress: string;
   clientLocation: { lat: number; lng: number } | null;
   parking: string;

@@ -11,6 +11,10 @@ export interface CalendarEvent {
   description: string;
   location: string;
   status: 'TENTATIVE' | 'CONFIRMED';
+  /** The event's count of changes (SEQUENCE): it grows with each change the app should take. */
+  sequence: number;
+  /** Its last change (LAST-MODIFIED). */
+  lastModified: Date;
 }
 
 /** A TEXT value: backslash, semicolon, comma and line breaks escaped; other control characters dropped. */
@@ -49,6 +53,7 @@ const utcStamp = (d: Date) =>
     .replace(/[-:]/g, '')
     .replace(/\.\d{3}/, '');
 
+/** The calendar; DTSTAMP is `now`, when this copy is made (the object has a METHOD: RFC 5545, 3.8.7.2). */
 export function icalendar(name: string, events: CalendarEvent[], now: Date): string {
   const lines = [
     'BEGIN:VCALENDAR',
@@ -65,6 +70,8 @@ export function icalendar(name: string, events: CalendarEvent[], now: Date): str
       'BEGIN:VEVENT',
       `UID:${e.uid}`,
       `DTSTAMP:${utcStamp(now)}`,
+      `LAST-MODIFIED:${utcStamp(e.lastModified)}`,
+      `SEQUENCE:${e.sequence}`,
       `DTSTART:${utcStamp(e.start)}`,
       `DTEND:${utcStamp(e.end)}`,
       `SUMMARY:${escapeText(e.summary)}`,

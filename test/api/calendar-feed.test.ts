@@ -5,6 +5,7 @@ import Koa from 'koa';
 import { requestContext } from '../../src/http/middleware';
 import { type TestSystem } from '../support/system';
 import { apiSuite, type Marketplace } from '../support/apiSuite';
+import { checkICalendar } from '../support/icalendarCheck';
 
 let t: TestSystem;
 let m: Marketplace;
@@ -13,8 +14,23 @@ const clock = apiSuite('2026-12-01T08:00:00Z', (system, market) => {
   m = market;
 });
 
-/** The feed as a calendar app fetches it: no Authorization header. */
-const fetchFeed = (url: string) => t.request('GET', url);
+/**
+ * The feed as a calendar app fetches it: no Authorization header. Every feed answered is checked against the
+ * RFC 5545 rules (test/support/icalendarCheck.ts), as the bytes were sent.
+ */
+const fetchFeed = async (url: string, headers: Record<string, string> = {}) => {
+  const raw = await fetch(t.baseUrl + url, { headers });
+  if (raw.status === 200 && raw.headers.get('content-type')?.startsWith('text/calendar'))
+    checkICalendar(Buffer.from(await raw.arrayBuffer()));
+  return t.request('GET', url, { headers });
+};
+
+/** The VEVENTs of a feed (checked), each as its unfolded, unescaped properties. */
+const feedEvents = async (url: string) => {
+  const raw = await fetch(t.baseUrl + url);
+  expect(raw.status).toBe(200);
+  return checkICalendar(Buffer.from(await raw.arrayBuffer()));
+};
 
 /** The VEVENTs of a feed, each as its unfolded properties. */
 function eventsOf(ics: string): Record<string, string>[] {
@@ -122,6 +138,202 @@ describe('calendar feed (added)', () => {
     const starts = events.map((e) => e.DTSTART!);
     expect([...starts].sort()).toEqual(starts);
     expect(starts[starts.length - 1]).toBe('20261202T090000Z');
+  });
+
+  it("keeps the session's place after the coach deletes the address it was booked at, as the session does", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { name: 'Tennis basics' });
+    const saved = await t.request('POST', '/api/v1/nav/addreses', {
+      token: coach.token,
+      body: { lat: 52.5, lng: 13.4, name: 'Court 3', address: 'Parkweg 5, Berlin', isDefault: true },
+    });
+    expect(saved.status).toBe(200);
+    const addressId = (saved.body as { id: string; name: string }[]).find((a) => a.name === 'Court 3')!.id;
+    const client = await m.client({ firstName: 'Ana', lastName: 'Lima' });
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'], addressId },
+    });
+    expect(booked.status).toBe(200);
+    const sessionId = (booked.body as { id: string }[])[0]!.id;
+    const forClient = await open(client.token);
+    const forCoach = await open(coach.token);
+    const place = 'Court 3, Parkweg 5, Berlin';
+    expect((await feedEvents(forClient.url))[0]).toMatchObject({ LOCATION: place });
+    expect(
+      (await t.request('DELETE', `/api/v1/nav/addreses/${addressId}`, { token: coach.token })).status,
+    ).toBe(200);
+    // The session still takes place there: it says so, and so do both feeds.
+    expect(await m.sessionAs(client.token, sessionId)).toMatchObject({ addressId });
+    expect((await feedEvents(forClient.url))[0]).toMatchObject({ LOCATION: place });
+    expect((await feedEvents(forCoach.url))[0]).toMatchObject({ LOCATION: place });
+  });
+
+  it("places a package's later session where its own booking says, not at the first one's address", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { numberOfSessions: 2, price: 80 });
+    const saved = await t.request('POST', '/api/v1/nav/addreses', {
+      token: coach.token,
+      body: { lat: 52.5, lng: 13.4, name: 'Court 3', address: 'Parkweg 5', isDefault: true },
+    });
+    const addressId = (saved.body as { id: string }[])[0]!.id;
+    const client = await m.client();
+    const first = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'], addressId },
+    });
+    expect(first.status).toBe(200);
+    const later = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-03T10:00:00'], packageId: first.body[0].groupId, address: 'Home 1' },
+    });
+    expect(later.status).toBe(200);
+    expect(await feedEvents((await open(client.token)).url)).toMatchObject([
+      { DTSTART: '20261202T090000Z', LOCATION: 'Court 3, Parkweg 5' },
+      { DTSTART: '20261203T090000Z', LOCATION: 'Home 1' },
+    ]);
+  });
+
+  it("shows a coach's group slot as one event listing its clients; its UID stays as seats join and leave", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { name: 'Group yoga', groupSession: true, maxGroupSize: 3 });
+    const book = async (firstName: string) => {
+      const client = await m.client({ firstName, lastName: 'Lima' });
+      const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+        token: client.token,
+        body: { slots: ['2026-12-02T10:00:00'] },
+      });
+      expect(res.status).toBe(200);
+      return { client, sessionId: (res.body as { id: string }[])[0]!.id };
+    };
+    const ana = await book('Ana');
+    const feed = await open(coach.token);
+    const [first, ...none] = await feedEvents(feed.url);
+    expect(none).toEqual([]);
+    expect(first).toMatchObject({
+      SUMMARY: 'Group yoga with Ana Lima',
+      DTSTART: '20261202T090000Z',
+      STATUS: 'TENTATIVE',
+    });
+    // Not a session's UID: the slot's, so a second seat updates this event rather than adding one.
+    expect(first!.UID).not.toBe(`${ana.sessionId}@sessions.coaching`);
+    const ben = await book('Ben');
+    const [second, ...none2] = await feedEvents(feed.url);
+    expect(none2).toEqual([]);
+    expect(second).toMatchObject({ UID: first!.UID, SUMMARY: 'Group yoga with 2 clients' });
+    expect(Number(second!.SEQUENCE)).toBeGreaterThan(Number(first!.SEQUENCE));
+    expect(second!.DESCRIPTION).toContain('Ana Lima');
+    expect(second!.DESCRIPTION).toContain('Ben Lima');
+    // Each client's own feed shows its own session.
+    const benFeed = await open(ben.client.token);
+    expect(await feedEvents(benFeed.url)).toMatchObject([
+      {
+        UID: `${ben.sessionId}@sessions.coaching`,
+        SUMMARY: expect.stringMatching(/^Group yoga with Coach /),
+      },
+    ]);
+    // One seat approved: the slot is on.
+    expect(
+      (await t.request('POST', `/api/v1/session/${ana.sessionId}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    const third = (await feedEvents(feed.url))[0]!;
+    expect(third).toMatchObject({ UID: first!.UID, STATUS: 'CONFIRMED' });
+    expect(Number(third.SEQUENCE)).toBeGreaterThan(Number(second!.SEQUENCE));
+    // A seat leaves: the same event, without it.
+    expect(
+      (
+        await t.request('POST', `/api/v1/session/${ben.sessionId}/cancel`, {
+          token: ben.client.token,
+          body: {},
+        })
+      ).status,
+    ).toBe(200);
+    const fourth = await feedEvents(feed.url);
+    expect(fourth).toMatchObject([{ UID: first!.UID, SUMMARY: 'Group yoga with Ana Lima' }]);
+    expect(fourth[0]!.DESCRIPTION).not.toContain('Ben Lima');
+    expect(Number(fourth[0]!.SEQUENCE)).toBeGreaterThan(Number(third.SEQUENCE));
+    // A seat moved to another time leaves the slot too: the slot's event changes, and one for the new time.
+    const cleo = await book('Cleo');
+    const before = (await feedEvents(feed.url))[0]!;
+    expect(before.DESCRIPTION).toContain('Cleo Lima');
+    const moved = await t.request('POST', `/api/v1/session/${cleo.sessionId}/reschedule`, {
+      token: coach.token,
+      body: { slot: '2026-12-02T14:00:00' },
+    });
+    expect(moved.status).toBe(200);
+    const after = await feedEvents(feed.url);
+    expect(after).toHaveLength(2);
+    expect(after[0]).toMatchObject({ UID: first!.UID, SUMMARY: 'Group yoga with Ana Lima' });
+    expect(Number(after[0]!.SEQUENCE)).toBeGreaterThan(Number(before.SEQUENCE));
+    expect(after[1]).toMatchObject({ DTSTART: '20261202T130000Z', SUMMARY: 'Group yoga with Cleo Lima' });
+    expect(after[1]!.UID).not.toBe(first!.UID);
+  });
+
+  it('keeps the UID of a rescheduled session, with its new times and a higher SEQUENCE', async () => {
+    const { coach, client, session } = await bookedPair();
+    const feed = await open(client.token);
+    const [was] = await feedEvents(feed.url);
+    expect(was).toMatchObject({ UID: `${session.id}@sessions.coaching`, SEQUENCE: '0' });
+    const moved = await t.request('POST', `/api/v1/session/${session.id}/reschedule`, {
+      token: coach.token,
+      body: { slot: '2026-12-03T15:00:00' },
+    });
+    expect(moved.status).toBe(200);
+    const [now, ...none] = await feedEvents(feed.url);
+    expect(none).toEqual([]);
+    expect(now).toMatchObject({
+      UID: was!.UID,
+      DTSTART: '20261203T140000Z',
+      DTEND: '20261203T150000Z',
+    });
+    expect(Number(now!.SEQUENCE)).toBeGreaterThan(Number(was!.SEQUENCE));
+    expect(now!['LAST-MODIFIED']).toMatch(/^\d{8}T\d{6}Z$/);
+  });
+
+  it('answers a poll of an unchanged feed 304 Not Modified by its ETag', async () => {
+    const { coach, client, session } = await bookedPair();
+    const feed = await open(client.token);
+    const first = await fetchFeed(feed.url);
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]+"$/);
+    // Fetched later, the same tag: only the DTSTAMPs (when the copy was made) differ.
+    clock.set('2026-12-01T09:30:00Z');
+    const again = await fetchFeed(feed.url);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect((again.body as string).replace(/DTSTAMP:.*/g, '')).toBe(
+      (first.body as string).replace(/DTSTAMP:.*/g, ''),
+    );
+    expect(again.body).not.toBe(first.body);
+    const unchanged = await fetchFeed(feed.url, { 'If-None-Match': etag });
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.body).toBeUndefined();
+    expect(unchanged.headers.get('etag')).toBe(etag);
+    expect((await fetchFeed(feed.url, { 'If-None-Match': `"other", ${etag}` })).status).toBe(304);
+    expect((await fetchFeed(feed.url, { 'If-None-Match': etag.slice(2) })).status).toBe(304);
+    expect((await fetchFeed(feed.url, { 'If-None-Match': '"other"' })).status).toBe(200);
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    const changed = await fetchFeed(feed.url, { 'If-None-Match': etag });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get('etag')).not.toBe(etag);
+  });
+
+  it('writes names with commas, semicolons, line breaks and long non-ASCII text as valid iCalendar', async () => {
+    const name = 'Yoga; stretch, breathe\nand rest — ' + 'Übung 🧘 '.repeat(12);
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { name: name.replace('\n', ' ') });
+    const client = await m.client({ firstName: 'Zoë; "Z"', lastName: 'Ångström,\\x' });
+    const res = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-02T10:00:00'], address: 'Flat 2; Hof 3,\nMain St 1 🏠 '.repeat(4) },
+    });
+    expect(res.status).toBe(200);
+    const [event] = await feedEvents((await open(coach.token)).url);
+    expect(event).toMatchObject({
+      SUMMARY: `${name.replace('\n', ' ').trim()} with Zoë; "Z" Ångström,\\x`,
+      LOCATION: 'Flat 2; Hof 3,\nMain St 1 🏠 '.repeat(4),
+    });
   });
 
   it('replaces the address when asked again, and closes it on DELETE', async () => {

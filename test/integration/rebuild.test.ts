@@ -69,6 +69,15 @@ beforeAll(async () => {
   expect(
     (await t.request('POST', `/api/v1/session/${sessions[0]!.id}/approve`, { token: coach.token })).status,
   ).toBe(200);
+  // A move: its replay writes only (a batched rebuild reads no result), as every read model's apply must.
+  expect(
+    (
+      await t.request('POST', `/api/v1/session/${sessions[0]!.id}/reschedule`, {
+        token: coach.token,
+        body: { slot: '2026-12-02T14:00:00' },
+      })
+    ).status,
+  ).toBe(200);
   expect(
     (
       await t.request('POST', `/api/v1/session/${sessions[1]!.id}/cancel`, {

@@ -12,4 +12,13 @@ CREATE TABLE calendar_feeds (
 );
 `,
   },
+  {
+    version: 111,
+    // A calendar feed's SEQUENCE (queries/calendarFeed.ts): each change of a session the feed shows counts
+    // one. Rows written before count from 0 until a rebuild of the sessions read model counts them.
+    name: 'changes of a session',
+    sql: `
+ALTER TABLE sessions ADD COLUMN revision integer NOT NULL DEFAULT 0;
+`,
+  },
 ];

@@ -357,6 +357,13 @@ function responsesOf(route: RouterRoute, doc: RouteDoc, schema: (c: t.Mixed) => 
   const responses: Record<string, unknown> = {
     '200': { description: 'OK', ...(Object.keys(headers).length ? { headers } : {}), content: ok },
   };
+  // The calendar feed answers a poll of an unchanged feed by its tag (queries/calendarFeed.ts).
+  if (doc.answer === 'icalendar')
+    responses['304'] = {
+      description:
+        "Not Modified: `If-None-Match` names the feed's `ETag` (the feed has not changed), no body",
+      headers: { ETag: { schema: { type: 'string' }, description: 'The weak tag of the feed' } },
+    };
   if (doc.ranges)
     responses['206'] = {
       description:

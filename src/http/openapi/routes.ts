@@ -520,8 +520,15 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary:
       'The feed (`<token>.ics`, iCalendar): your sessions as client and coach from 90 days ago on, for calendar apps that subscribe to an address',
     description:
-      'The address is the secret: `<token>.ics` with the token as POST /api/v1/calendar/feed gave it; any other is 404 `feed_not_found`.',
+      'The address is the secret: `<token>.ics` with the token as POST /api/v1/calendar/feed gave it; any other is 404 `feed_not_found`. ' +
+      'A poll whose `If-None-Match` names the `ETag` of the feed as it is answers 304 without a body.',
     answer: 'icalendar',
+    okHeaders: {
+      ETag: {
+        schema: { type: 'string' },
+        description: 'A weak tag of the feed (its DTSTAMPs, the time of the copy, left out)',
+      },
+    },
   },
   'POST /api/v1/notification/channel/mailprovider-init': {
     endpoint: 28,
