@@ -21,19 +21,27 @@ import {
  * list `bookings-of-<clientId>`), the booking a session belongs to, and a booking as booked.
  */
 
+/** An instant as a local date-time label of `zone` (`2026-12-02T10:00:00`). */
+const labelIn = (instant: string, zone: string) =>
+  DateTime.fromISO(instant, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss");
+
 /** Every SessionsBooked of a booking stream (a package booked in steps has several), in order. */
 const bookedParts = {
   initialState: (): SessionsBooked['data'][] => [],
   evolve: (parts: SessionsBooked['data'][], e: DomainEvent) => {
     if (e.type === 'SessionsBooked') return [...parts, e.data as SessionsBooked['data']];
     if (e.type !== 'SessionRescheduled') return parts;
-    // A moved session is named at its new time (the e-mails about it after the move).
+    // A moved session is named at its new time (the e-mails about it after the move), labelled in its part's
+    // zone: `to.slot` is a wall time of the schedule's zone when moved, which the coach may have changed since
+    // the booking (10:00 in New York would read as 10:00 in the booking's Berlin).
     const d = e.data as SessionRescheduled['data'];
     return parts.map((p) =>
       p.sessions.some((s) => s.sessionId === d.sessionId)
         ? {
             ...p,
-            sessions: p.sessions.map((s) => (s.sessionId === d.sessionId ? { ...s, ...d.to } : s)),
+            sessions: p.sessions.map((s) =>
+              s.sessionId === d.sessionId ? { ...s, ...d.to, slot: labelIn(d.to.startsAt, p.timezone) } : s,
+            ),
           }
         : p,
     );
@@ -58,7 +66,7 @@ export async function loadBooking(
         ? b.sessions
         : b.sessions.map((s) => ({
             ...s,
-            slot: DateTime.fromISO(s.startsAt, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss"),
+            slot: labelIn(s.startsAt, zone),
           })),
     ),
   };

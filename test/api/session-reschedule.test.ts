@@ -611,4 +611,66 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
     expect(slots).toEqual(expect.arrayContaining([SLOT, '2026-12-02T14:00:00']));
     expect(await sessionAs(client.token, session.id)).toMatchObject({ state: 'canceled' });
   });
+
+  it("after the coach moved the schedule to another zone: right instants, e-mails in the booking's zone", async () => {
+    const { client, coach, session } = await booked();
+    const hours = [{ start: '09:00', end: '17:00' }];
+    expect(
+      (
+        await t.request('PUT', '/api/v1/coach/schedule', {
+          token: coach.token,
+          body: {
+            timezone: 'America/New_York',
+            weekly: { monday: hours, tuesday: hours, wednesday: hours, thursday: hours, friday: hours },
+          },
+        })
+      ).status,
+    ).toBe(200);
+    // The body's slot is a wall time of the schedule's zone now: 10:00 in New York is 15:00 UTC, 16:00 in Berlin.
+    const res = await move(client.token, session.id, '2026-12-03T10:00');
+    expect(res.status).toBe(200);
+    const expected = {
+      startsAt: '2026-12-03T15:00:00.000Z',
+      endsAt: '2026-12-03T16:00:00.000Z',
+      // The label of the zone it was moved in (as a package's session booked after the change is labelled).
+      slot: '2026-12-03T10:00:00',
+      dayAvailability: 4,
+    };
+    expect(res.body).toMatchObject(expected);
+    expect(await sessionAs(client.token, session.id)).toMatchObject(expected);
+    expect(await sessionAs(coach.token, session.id)).toMatchObject(expected);
+    // The coach approves the new time: the approval's e-mail to the client names it in the booking's zone.
+    expect((await act(coach.token, session.id, 'approve')).status).toBe(200);
+    const outbox = path.join(t.config.dataDir, 'outbox');
+    const toClient = (subject: string) =>
+      eventually(
+        async () =>
+          fs
+            .readdirSync(outbox)
+            .map((f) => fs.readFileSync(path.join(outbox, f), 'utf8').replace(/=\r\n/g, ''))
+            .filter((c) => c.includes(`To: ${client.id.slice(0, 8)}@example.com`) && c.includes(subject)),
+        (l) => l.length > 0,
+      );
+    const moved = await eventually(
+      async () =>
+        fs
+          .readdirSync(outbox)
+          .map((f) => fs.readFileSync(path.join(outbox, f), 'utf8').replace(/=\r\n/g, ''))
+          .filter(
+            (c) => c.includes(`To: ${coach.id.slice(0, 8)}@example.com`) && c.includes('Session moved'),
+          ),
+      (l) => l.length > 0,
+    );
+    expect(moved[0]).toMatch(
+      /2026-12-02 10:00 was moved by the client to 2026-12-03 16:00 \(Europe\/Berlin\)/,
+    );
+    const [approved] = await toClient('Session approved');
+    expect(approved).toMatch(/approved .* on 2026-12-03 16:00 \(Europe\/Berlin\)/);
+    // The coach is told in the app, without a time that could read in the wrong zone.
+    const notices = (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body as {
+      type: string;
+      message?: string;
+    }[];
+    expect(notices.filter((n) => n.type === 'session_rescheduled')).toHaveLength(1);
+  });
 });
