@@ -293,10 +293,16 @@ const plusOfOffset = new t.Type<string, string, unknown>(
   },
   t.identity,
 );
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+/**
+ * Hours 00 to 23, minutes and seconds 00 to 59, as RFC 3339 (the document's `date-time`) has them:
+ * `Date.parse` alone took hour 24 as the next midnight.
+ */
+const ISO_INSTANT =
+  /^\d{4}-\d{2}-\d{2}T(?:[01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 /**
  * An ISO 8601 instant with a zone, on a real calendar day: `at` of the audit queries. A day that does not
- * exist (2026-02-30) is refused rather than silently read as another day.
+ * exist (2026-02-30) is refused rather than silently read as another day, and so is hour 24 (of 1 December,
+ * the midnight that starts 2 December).
  */
 export const IsoInstant = describeSchema(
   refine(

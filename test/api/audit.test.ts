@@ -202,6 +202,37 @@ describe('time travel: GET /api/v1/audit/streams/{stream}', () => {
     );
     expect((await audit(`/api/v1/audit/streams/nothing-${randomUUID()}`)).status).toBe(404);
   });
+
+  it('refuses hour 24 in every instant of a query, as a date-time of the document (it was read as the next midnight)', async () => {
+    // test/api/fuzz-sweep.test.ts found these carried out, though /openapi.json says `date-time` (00 to 23 h).
+    const paths = [
+      [`/api/v1/audit/streams/booking-${w.session.groupId}`, 'at'],
+      [`/api/v1/audit/payments/${w.session.paymentId}/events`, 'at'],
+      [`/api/v1/audit/sessions/${w.session.id}/events`, 'at'],
+      ['/api/v1/audit/events', 'from'],
+      ['/api/v1/audit/events', 'to'],
+      ['/api/v1/sessions', 'from'],
+      ['/api/v1/sessions', 'to'],
+    ] as const;
+    for (const [path, name] of paths)
+      for (const instant of ['2026-12-01T24:00:00Z', '2026-12-01T24:00Z', '2026-12-01T24:00:00.000+01:00']) {
+        const res = await audit(
+          `${path}?${name}=${encodeURIComponent(instant)}`,
+          path.includes('/audit/') ? auditor : w.client.token,
+        );
+        expect([path, instant, res.status, res.body.detail?.[0]?.loc]).toEqual([
+          path,
+          instant,
+          422,
+          ['query', name],
+        ]);
+      }
+    // The last minute of a day is still taken.
+    const last = await audit(
+      `/api/v1/audit/payments/${w.session.paymentId}/events?at=2026-11-30T23:59:59.999Z`,
+    );
+    expect([last.status, last.body.at]).toEqual([200, '2026-11-30T23:59:59.999Z']);
+  });
 });
 
 describe('correlation chain: GET /api/v1/audit/events/{event_id}/chain', () => {
