@@ -13,7 +13,8 @@ import { startTestSystem, type TestSystem } from '../support/system';
  * ones too) replaced by a hostile value, fields missing, doubled or unknown, bodies that are not objects or
  * not JSON, wrong content types and encodings, multipart forms with odd parts and file names, odd headers
  * (ranges, conditions, ids) and tokens with odd claims. A fixed seed picks a few dozen of them per role
- * (QUOTA); every GET is then read back as it is, over what the sweep got stored. Every answer must be below
+ * (QUOTA). Then each operation's passing request goes eight at once per role (one Idempotency-Key where it
+ * takes one), and every GET is read back as it is, over what the sweep got stored. Every answer must be below
  * 500, a 4xx in the documented error shape (`{error, message, code}`, or a 422's `{detail: [{loc, msg,
  * type}]}`), and what /openapi.json says the operation answers (test/support/openapiCheck.ts), a request
  * it carried out included. A failure prints each request as a curl command line with the seed.
@@ -116,6 +117,9 @@ const FIELD_VALUES: [string, unknown][] = [
   ['zone of +05:45', 'Asia/Kathmandu'],
   ['zone with a 2-hour DST', 'Antarctica/Troll'],
   ['javascript: URL', 'javascript:alert(1)'],
+  ['backslash', '\\'],
+  ['LIKE wildcards', '%_%'],
+  ['SQL quote', "' OR 1=1--"],
   ['empty array', []],
   ['array of null', [null]],
   ['nested arrays', [[[[]]]]],
@@ -189,6 +193,10 @@ const QUERY_VALUES: [string, string][] = [
   ['13-digit timestamp', '1796112000000'],
   ['ISO week date', '2026-W49-2'],
   ['uuid of nothing', '0f0e0d0c-0000-4000-8000-0000000000ff'],
+  ['backslash', '%5C'],
+  ['LIKE wildcards', '%25_%25'],
+  ['SQL quote', "'%20OR%201=1--"],
+  ['commas only', '%2C%2C'],
   ['denormal', '1e-320'],
   ['just past 90', '90.000000001'],
 ];
@@ -374,6 +382,8 @@ let check: AnswerCheck;
 const operations: Operation[] = [];
 const requests: Request[] = [];
 const readBack: Request[] = [];
+/** Each operation's passing request, eight at once per role, after the sweep. */
+const bursts: Request[] = [];
 
 beforeAll(async () => {
   t = await startTestSystem({ clock: () => NOW });
@@ -514,6 +524,9 @@ beforeAll(async () => {
               ...json(baseBody),
             });
         }
+      // Names every object has: a route that reads its query as a plain object must not trip over them.
+      for (const name of ['__proto__', 'constructor', 'hasOwnProperty', 'toString', '__proto__[x]'])
+        add(byQuery, `query ${name}`, { url: url({}, `?${name}=1`), ...json(baseBody) });
       if (names.includes('lat'))
         add(byQuery, 'lat without lng', { url: url({}, '?lat=52.5'), ...json(baseBody) });
       if (names.includes('limit') && names.includes('offset'))
@@ -549,6 +562,9 @@ beforeAll(async () => {
         add(byField, '__proto__ key', { url: url(), ...json(withKey('"__proto__":{"isDefault":true}')) });
         add(byField, 'constructor key', { url: url(), ...json(withKey('"constructor":{"prototype":{}}')) });
         add(byField, 'prototype key', { url: url(), ...json(withKey('"prototype":1')) });
+        add(byField, 'hasOwnProperty key', { url: url(), ...json(withKey('"hasOwnProperty":1')) });
+        add(byField, 'toString key', { url: url(), ...json(withKey('"toString":"x"')) });
+        add(byField, 'valueOf key', { url: url(), ...json(withKey('"valueOf":{}')) });
         const first = schemaProps[0];
         if (first) add(byField, `body.${first} twice`, { url: url(), ...json(withKey(`"${first}":null`)) });
       }
@@ -743,6 +759,41 @@ beforeAll(async () => {
         ...rng.pick(byHeader, QUOTA.header),
         ...rng.pick(byAuth, QUOTA.auth),
       );
+      // Then the request as it would pass, eight at once (with one Idempotency-Key where it takes one):
+      // requests racing each other must not fail either.
+      const burstHeaders = (i: number): Record<string, string> => ({
+        ...(form
+          ? { ...auth(), 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }
+          : json(baseBody).headers),
+        ...(idempotent
+          ? { 'idempotency-key': `burst-${method}-${path}`.replace(/[^\w-]/g, '_').slice(0, 100) }
+          : {}),
+        'x-request-id': `burst-${i}`,
+      });
+      const formBody = form
+        ? multipart(
+            Object.entries((form.schema.properties ?? {}) as Record<string, any>)
+              .filter(([name]) => name !== 'preview')
+              .map(([name, p]) =>
+                p.contentMediaType
+                  ? {
+                      name,
+                      filename: 'b.mp4',
+                      type: /video/.test(form.encoding?.[name]?.contentType ?? '')
+                        ? 'video/mp4'
+                        : 'image/png',
+                      value: 'b'.repeat(500),
+                    }
+                  : { name, value: p.enum?.[0] ?? 'burst' },
+              ),
+          )
+        : undefined;
+      for (let i = 0; i < 8; i++)
+        add(bursts, `burst ${i + 1} of 8`, {
+          url: url(),
+          headers: burstHeaders(i),
+          ...(form ? { body: formBody } : baseBody !== undefined ? { body: baseBody } : {}),
+        });
       // Afterwards, every read as it is: what the sweep got stored must not break a read of it.
       if (method === 'GET') {
         add(readBack, 'read back', { url: url(), headers: auth() });
@@ -816,6 +867,13 @@ it('answers every hostile request below 500, a 4xx in the documented error shape
     }
   };
   await Promise.all(Array.from({ length: 4 }, worker));
+  for (let i = 0; i < bursts.length; i += 8)
+    await Promise.all(
+      bursts.slice(i, i + 8).map(async (r) => {
+        const problem = await send(r);
+        if (problem) failures.push(`[${r.what}]\n  ${reproduce(r)}\n  ${problem}`);
+      }),
+    );
   for (const r of readBack) {
     const problem = await send(r);
     if (problem) failures.push(`[${r.what}]\n  ${reproduce(r)}\n  ${problem}`);
