@@ -1,6 +1,3 @@
-import { DateTime } from 'luxon';
-import { zoneOf } from '../commands/calendar/zones';
-import { loadBooking } from '../commands/booking/lookups';
 import { loadProfile } from '../commands/users/profile';
 import type { BookingEvent } from '../commands/booking/events';
 import type { EmailFacts, EmailRequested } from '../commands/email/events';
@@ -8,8 +5,9 @@ import { renderEmail } from '../commands/email/templates';
 import {
   NOTIFYING_SESSION_EVENTS,
   sessionEventKeys,
+  noticeBooking,
+  noticeSlots,
   sessionNotices,
-  slotsOf,
 } from '../commands/notifications/sessionNotices';
 import type { EventStore, RecordedEvent } from '../src/eventstore/types';
 import type { Logger } from '../src/log';
@@ -18,10 +16,6 @@ import { deliveries } from '../src/mail/delivery';
 import { SYSTEM_ACTOR } from './bookingProcess';
 import type { Projection } from './runner';
 import { LEASES } from '../src/leases';
-
-/** An instant as a local date-time label of `zone` (the e-mails' "2026-12-02 10:00 (Europe/Berlin)"). */
-const localSlot = (instant: string, zone: string) =>
-  DateTime.fromISO(instant, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss");
 
 interface Delivery {
   recipient: string;
@@ -58,12 +52,9 @@ export function emailProcess(deps: {
     const notices = sessionNotices(event);
     if (!notices.length) return [];
     // A package's later sessions are named as loadBooking labels them, in the package's zone (the coach may
-    // have moved the schedule to another zone since): as the approve and cancel e-mails name them.
-    const booking =
-      event.type === 'SessionsBooked' && event.data.terms.numberOfSessions <= 1
-        ? event.data
-        : ((await loadBooking(store, event.data.groupId)) ??
-          (event.type === 'SessionsBooked' ? event.data : null));
+    // have moved the schedule to another zone since): as the approve and cancel e-mails name them, and as the
+    // in-app notification of the same notice does.
+    const booking = await noticeBooking(store, event);
     const out: Delivery[] = [];
     const profiles = await Promise.all(notices.map((n) => loadProfile(store, n.userId)));
     for (const [i, n] of notices.entries()) {
@@ -85,9 +76,7 @@ export function emailProcess(deps: {
           ...(booking ? { serviceName: booking.terms.serviceName, timezone: booking.timezone } : {}),
           // A move names both times, as they are in the booking's zone (not the booking's times as they are
           // when this runs: a replay after a later move still names this one).
-          slots:
-            n.moved && booking ? [localSlot(n.moved.to, booking.timezone)] : slotsOf(booking, n.sessionIds),
-          ...(n.moved && booking ? { previousSlot: localSlot(n.moved.from, booking.timezone) } : {}),
+          ...noticeSlots(n, booking),
           ...(n.reason ? { reason: n.reason } : {}),
           ...(n.by ? { by: n.by } : {}),
         },

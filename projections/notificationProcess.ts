@@ -1,9 +1,9 @@
-import { loadBooking } from '../commands/booking/lookups';
 import type { BookingEvent } from '../commands/booking/events';
 import { inbox } from '../commands/notifications/decider';
 import { notificationStream } from '../commands/notifications/events';
 import {
   NOTIFYING_SESSION_EVENTS,
+  noticeBooking,
   noticeMessage,
   sessionEventKeys,
   sessionNotices,
@@ -72,10 +72,9 @@ export function notificationProcess(store: EventStore): Projection {
         const event = { type: recorded.type, data: recorded.data } as BookingEvent;
         const session = sessionNotices(event);
         if (!session.length) return;
-        const booking =
-          event.type === 'SessionsBooked' ? event.data : await loadBooking(store, event.data.groupId);
+        const booking = await noticeBooking(store, event);
         const serviceName = booking?.terms.serviceName ?? 'your session';
-        notices = session.map((n) => ({ ...n, message: noticeMessage(n, serviceName) }));
+        notices = session.map((n) => ({ ...n, message: noticeMessage(n, serviceName, booking) }));
       }
       // One inbox per recipient: side by side, so their appends share a commit.
       await Promise.all(

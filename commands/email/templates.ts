@@ -9,10 +9,14 @@ export interface RenderedEmail {
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-const when = (f: EmailFacts) =>
-  f.slots?.length
-    ? `${f.slots.map((s) => s.replace('T', ' ').slice(0, 16)).join(', ')} (${f.timezone ?? 'UTC'})`
-    : '';
+/**
+ * Local slot labels as people read them, with their zone: `2026-12-02 10:00, 2026-12-03 10:00 (Europe/Berlin)`
+ * (`''` for none). The e-mails and the in-app notifications name a session's time with it, alike.
+ */
+export const namedTimes = (slots: readonly string[] | undefined, zone: string | undefined) =>
+  slots?.length ? `${slots.map((s) => s.replace('T', ' ').slice(0, 16)).join(', ')} (${zone ?? 'UTC'})` : '';
+
+const when = (f: EmailFacts) => namedTimes(f.slots, f.timezone);
 
 /** The reasons the system gives when it cancels (projections/bookingProcess.ts), in the reader's words. */
 const SYSTEM_REASONS: Readonly<Record<string, string>> = {

@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
+import { DateTime } from 'luxon';
+import type { EventStore } from '../../src/eventstore/types';
+import { loadBooking } from '../booking/lookups';
 import type { BookingEvent, SessionsBooked } from '../booking/events';
+import { zoneOf } from '../calendar/zones';
 import type { EmailTemplate } from '../email/events';
+import { namedTimes } from '../email/templates';
 
 /** Session events that notify someone (by e-mail and in the app). */
 export const NOTIFYING_SESSION_EVENTS = [
@@ -99,25 +104,70 @@ export function sessionNotices(event: BookingEvent): SessionNotice[] {
   }
 }
 
-/** The in-app text of a notice. */
-export function noticeMessage(n: SessionNotice, serviceName: string): string {
+/**
+ * The booking a notice names the session times of: a one-off booking's own SessionsBooked; else the booking
+ * as loadBooking folds it (a package's later sessions labelled in the package's zone, moved sessions at their
+ * new time), as the e-mail and the in-app message of one notice both read it.
+ */
+export async function noticeBooking(store: EventStore, event: BookingEvent) {
+  return event.type === 'SessionsBooked' && event.data.terms.numberOfSessions <= 1
+    ? event.data
+    : ((await loadBooking(store, event.data.groupId)) ??
+        (event.type === 'SessionsBooked' ? event.data : null));
+}
+
+/** An instant as a local date-time label of `zone` (`2026-12-02T10:00:00`). */
+const localSlot = (instant: string, zone: string) =>
+  DateTime.fromISO(instant, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss");
+
+/**
+ * When a notice's sessions take place, as local labels in the booking's zone: a move's new time (and the one
+ * it left, `previousSlot`) as the move recorded them, else the sessions' times in the booking.
+ */
+export function noticeSlots(
+  n: SessionNotice,
+  booking: SessionsBooked['data'] | null,
+): { slots: string[]; previousSlot?: string } {
+  if (!booking) return { slots: [] };
+  if (n.moved)
+    return {
+      slots: [localSlot(n.moved.to, booking.timezone)],
+      previousSlot: localSlot(n.moved.from, booking.timezone),
+    };
+  return { slots: slotsOf(booking, n.sessionIds) };
+}
+
+/**
+ * The in-app text of a notice. It names the session's time as the e-mail does (`on 2026-12-02 10:00
+ * (Europe/Berlin)`), so a user with several sessions of one service can tell which one it is about.
+ */
+export function noticeMessage(
+  n: SessionNotice,
+  serviceName: string,
+  booking: SessionsBooked['data'] | null = null,
+): string {
+  const { slots, previousSlot } = noticeSlots(n, booking);
+  const at = namedTimes(slots, booking?.timezone);
+  const on = at ? ` on ${at}` : '';
   switch (n.type) {
     case 'session_booked':
       return n.role === 'coach'
-        ? `New booking of ${serviceName}: please approve or decline it`
-        : `Your booking of ${serviceName} is received and waits for the coach`;
+        ? `New booking of ${serviceName}${on}: please approve or decline it`
+        : `Your booking of ${serviceName}${on} is received and waits for the coach`;
     case 'session_approved':
-      return `Your session of ${serviceName} was approved`;
+      return `Your session of ${serviceName}${on} was approved`;
     case 'session_declined':
-      return `Your session of ${serviceName} was declined`;
+      return `Your session of ${serviceName}${on} was declined`;
     case 'session_canceled':
-      return `Your session of ${serviceName} was canceled${n.by === 'system' ? '' : ` by the ${n.by}`}`;
+      return `Your session of ${serviceName}${on} was canceled${n.by === 'system' ? '' : ` by the ${n.by}`}`;
     case 'session_disputed':
-      return `Your client disputed the session of ${serviceName}`;
-    case 'session_rescheduled':
+      return `Your client disputed the session of ${serviceName}${on}`;
+    case 'session_rescheduled': {
+      const moved = at && previousSlot ? ` from ${previousSlot.replace('T', ' ').slice(0, 16)} to ${at}` : '';
       return n.role === 'coach'
-        ? `Your client moved the session of ${serviceName}: please approve or decline the new time`
-        : `Your coach moved your session of ${serviceName}`;
+        ? `Your client moved the session of ${serviceName}${moved}: please approve or decline the new time`
+        : `Your coach moved your session of ${serviceName}${moved}`;
+    }
     default:
       return serviceName;
   }

@@ -59,6 +59,30 @@ describe('notifications (24 to 31)', () => {
     expect((await list(coach.token)).body).toHaveLength(1);
   });
 
+  it("each message names the session's time as its e-mail does, so a client with several sessions of a service can tell which", async () => {
+    const { client, coach, session, clientList, coachList } = await booked();
+    const at = '2026-12-02 10:00 (Europe/Berlin)';
+    expect(clientList[0].message).toBe(
+      `Your booking of Tennis basics on ${at} is received and waits for the coach`,
+    );
+    expect(coachList[0].message).toBe(`New booking of Tennis basics on ${at}: please approve or decline it`);
+    const act = (who: { token: string }, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${session.id}/${action}`, { token: who.token, body });
+    expect((await act(coach, 'reschedule', { slot: '2026-12-02T14:00' })).status).toBe(200);
+    expect((await act(coach, 'approve')).status).toBe(200);
+    expect((await act(coach, 'cancel', { reason: 'ill' })).status).toBe(200);
+    const messages = await eventually(
+      async () => ((await list(client.token)).body as { message: string }[]).map((n) => n.message),
+      (l) => l.length >= 4,
+    );
+    expect(messages).toEqual([
+      'Your session of Tennis basics on 2026-12-02 14:00 (Europe/Berlin) was canceled by the coach',
+      'Your session of Tennis basics on 2026-12-02 14:00 (Europe/Berlin) was approved',
+      'Your coach moved your session of Tennis basics from 2026-12-02 10:00 to 2026-12-02 14:00 (Europe/Berlin)',
+      `Your booking of Tennis basics on ${at} is received and waits for the coach`,
+    ]);
+  });
+
   it('the outbox (no SMTP_URL) holds one .eml per recipient with a stable Message-ID', async () => {
     const { client, coach } = await booked();
     const outbox = path.join(t.config.dataDir, 'outbox');

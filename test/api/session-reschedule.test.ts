@@ -107,7 +107,8 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
         contentType: 'session',
         contentId: session.id,
         code: 8,
-        message: 'Your coach moved your session of Tennis basics',
+        message:
+          'Your coach moved your session of Tennis basics from 2026-12-02 10:00 to 2026-12-02 15:00 (Europe/Berlin)',
       }),
     ]);
     const coachNotices = (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body;
