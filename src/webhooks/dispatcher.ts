@@ -57,7 +57,8 @@ export const claimDueSql = (limit: number) =>
    WHERE id IN (SELECT id FROM picked)
      AND ((status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1))
         OR (status = 'sending' AND claimed_at < $2))
-   RETURNING id, channel_id, user_id, url, payload, attempts, channel_removed_at IS NOT NULL AS removed,
+   RETURNING id, notification_id, channel_id, user_id, url, payload, attempts,
+     channel_removed_at IS NOT NULL AS removed,
      (SELECT count(*) FROM due)::int AS due`;
 
 export interface WebhookDispatcher {
@@ -71,6 +72,7 @@ export interface WebhookDispatcher {
 
 interface Due {
   id: string;
+  notification_id: string;
   channel_id: string;
   user_id: string;
   url: string;
@@ -221,6 +223,7 @@ export function createWebhookDispatcher(
         userId: row.user_id,
         channelId: row.channel_id,
         deliveryId: row.id,
+        notificationId: row.notification_id,
         at: now.toISOString(),
       });
       if (removed)

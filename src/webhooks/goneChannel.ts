@@ -10,11 +10,19 @@ import type { EventStore } from '../eventstore/types';
  * (so the webhook process drops what is queued for it and nothing more is queued), and the owner gets a
  * `webhook_removed` notification in the same append. Decided on the inbox: a channel already removed (a second
  * 410, a retried call) appends nothing. Resolves to whether this call removed it.
+ *
+ * Both events are caused by the `NotificationCreated` whose delivery was answered 410 (its event, found on the
+ * inbox by `notificationId`) and carry its correlation, so an auditor's chain leads from the removal to the
+ * request behind that notification; the delivery id itself is in the removal's data.
  */
 export async function removeGoneChannel(
   store: EventStore,
-  d: { userId: string; channelId: string; deliveryId: string; at: string },
+  d: { userId: string; channelId: string; deliveryId: string; notificationId: string; at: string },
 ): Promise<boolean> {
+  const cause = (await store.readStream(notificationStream(d.userId))).events.find(
+    (e) =>
+      e.type === 'NotificationCreated' && (e.data as NotificationFields).notificationId === d.notificationId,
+  );
   const notice: NotificationFields = {
     notificationId: uuidFrom('webhook-removed', d.channelId),
     userId: d.userId,
@@ -39,7 +47,11 @@ export async function removeGoneChannel(
       now: d.at,
       gone: { deliveryId: d.deliveryId, notice },
     },
-    { causationId: d.deliveryId, correlationId: d.deliveryId, actor: SYSTEM_ACTOR },
+    {
+      causationId: cause?.id ?? d.deliveryId,
+      correlationId: cause?.metadata.correlationId ?? cause?.id ?? d.deliveryId,
+      actor: SYSTEM_ACTOR,
+    },
     50,
   );
   if (!outcome.ok) throw new Error(outcome.error.message);

@@ -934,6 +934,23 @@ describe('receivers that are gone or do not resolve', () => {
     expect(removals).toHaveLength(1);
     expect(removals[0]!.data).toMatchObject({ channelId: gone.id, reason: 'receiver_gone' });
     expect(removals[0]!.metadata.actor).toMatchObject({ role: 'system' });
+    // An auditor follows the removal (and the notice beside it) to its cause: the notification whose delivery
+    // the receiver answered 410, and through it the booking request; the removal shares that correlation.
+    const booking = log.find((e) => e.type === 'NotificationCreated')!;
+    const notice = log.find((e) => (e.data as { type?: string }).type === 'webhook_removed')!;
+    const auditor = t.token(randomUUID(), ['auditor']);
+    for (const id of [removals[0]!.id, notice.id]) {
+      const chain = await t.request('GET', `/api/v1/audit/events/${id}/chain`, { token: auditor });
+      expect(chain.status).toBe(200);
+      expect(chain.body.correlationId).toBe(booking.metadata.correlationId);
+      expect(chain.body.event.metadata.causationId).toBe(booking.id);
+      // (On EventStoreDB the booking process may have written the booking from its hold: one cause more.)
+      expect(chain.body.causes.map((e: { type: string }) => e.type).slice(-2)).toEqual([
+        'SessionsBooked',
+        'NotificationCreated',
+      ]);
+      expect(chain.body.causes[0].metadata.requestId).toEqual(expect.any(String));
+    }
     // Registering the URL again makes a new channel that is delivered to as any other.
     const back = await registerHook(client.token, gonePath);
     expect(back.id).not.toBe(gone.id);
