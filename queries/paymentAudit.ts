@@ -51,6 +51,7 @@ export function paymentAuditQueries(deps: AppDeps): Router {
               ...toPaymentOut(state.payment),
               revision: Number(last.revision),
               lastChange: {
+                eventId: last.id,
                 type: last.type,
                 at: new Date(domainTime(last)).toISOString(),
                 reason: (last.data as { reason?: string }).reason ?? null,

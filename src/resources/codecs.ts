@@ -486,6 +486,7 @@ const PaymentAuditState = closedWith(
     ...PaymentOutCodec.type.types[0].props,
     revision: int,
     lastChange: closed('PaymentLastChange', {
+      eventId: s,
       type: s,
       at: s,
       reason: nullable(s),

@@ -282,7 +282,13 @@ describe('GET /openapi.json', () => {
     expect(stateAt.properties.clientSecret).toEqual({ const: '[redacted]' });
     expect(stateAt.properties.checkout).toEqual({ const: '[redacted]' });
     expect(stateAt.properties.revision).toEqual({ type: 'integer' });
-    expect(deref(stateAt.properties.lastChange).required).toEqual(['type', 'at', 'reason', 'actor']);
+    expect(deref(stateAt.properties.lastChange).required).toEqual([
+      'eventId',
+      'type',
+      'at',
+      'reason',
+      'actor',
+    ]);
     // Every audit shows an event with its actor, correlation and cause (null when absent).
     const chain = ok('/api/v1/audit/events/{event_id}/chain');
     for (const event of [deref(replay.properties.events.items), deref(chain.properties.event)]) {

@@ -369,7 +369,14 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       id: p.paymentId,
       status: 'checkout',
       revision: 1,
-      lastChange: { at: '2026-03-03T13:45:00.000Z', reason: 'provider', actor: { role: 'service' } },
+      lastChange: {
+        // The event behind it, as the session audit's lastChange names it: its correlation chain opens from here.
+        eventId: res.body.events[1].eventId,
+        type: 'PaymentStatusChanged',
+        at: '2026-03-03T13:45:00.000Z',
+        reason: 'provider',
+        actor: { role: 'service' },
+      },
     });
     // The same instant in another zone, typed into the URL as is: its '+' arrives as a space (form
     // encoding) and is read back as the offset's sign; before, this was 422 for a valid instant.
