@@ -24,8 +24,9 @@ const SYSTEM_REASONS: Readonly<Record<string, string>> = {
   payment_deleted: 'the payment was withdrawn',
   payment_refund: 'the payment was refunded',
 };
-// Own keys only: a person's reason such as "constructor" must not find what every object inherits.
-const reasonLine = (reason: string) =>
+// Own keys only: a person's reason such as "constructor" must not find what every object inherits. The in-app
+// notifications say it in the same words.
+export const reasonLine = (reason: string) =>
   `Reason: ${Object.hasOwn(SYSTEM_REASONS, reason) ? SYSTEM_REASONS[reason] : reason}`;
 
 /**

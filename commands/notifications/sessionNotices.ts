@@ -5,7 +5,7 @@ import { loadBooking } from '../booking/lookups';
 import type { BookingEvent, SessionsBooked } from '../booking/events';
 import { zoneOf } from '../calendar/zones';
 import type { EmailTemplate } from '../email/events';
-import { namedTimes } from '../email/templates';
+import { namedTimes, reasonLine } from '../email/templates';
 
 /** Session events that notify someone (by e-mail and in the app). */
 export const NOTIFYING_SESSION_EVENTS = [
@@ -139,7 +139,8 @@ export function noticeSlots(
 
 /**
  * The in-app text of a notice. It names the session's time as the e-mail does (`on 2026-12-02 10:00
- * (Europe/Berlin)`), so a user with several sessions of one service can tell which one it is about.
+ * (Europe/Berlin)`), so a user with several sessions of one service can tell which one it is about, and the
+ * reason of a decline, cancellation or dispute as the e-mail does.
  */
 export function noticeMessage(
   n: SessionNotice,
@@ -149,6 +150,8 @@ export function noticeMessage(
   const { slots, previousSlot } = noticeSlots(n, booking);
   const at = namedTimes(slots, booking?.timezone);
   const on = at ? ` on ${at}` : '';
+  // The reason a party gave (or the system's, in words), as its e-mail tells it; blanks are no reason.
+  const why = n.reason?.trim() ? `. ${reasonLine(n.reason.trim())}` : '';
   switch (n.type) {
     case 'session_booked':
       return n.role === 'coach'
@@ -157,11 +160,11 @@ export function noticeMessage(
     case 'session_approved':
       return `Your session of ${serviceName}${on} was approved`;
     case 'session_declined':
-      return `Your session of ${serviceName}${on} was declined`;
+      return `Your session of ${serviceName}${on} was declined${why}`;
     case 'session_canceled':
-      return `Your session of ${serviceName}${on} was canceled${n.by === 'system' ? '' : ` by the ${n.by}`}`;
+      return `Your session of ${serviceName}${on} was canceled${n.by === 'system' ? '' : ` by the ${n.by}`}${why}`;
     case 'session_disputed':
-      return `Your client disputed the session of ${serviceName}${on}`;
+      return `Your client disputed the session of ${serviceName}${on}${why}`;
     case 'session_rescheduled': {
       const moved = at && previousSlot ? ` from ${previousSlot.replace('T', ' ').slice(0, 16)} to ${at}` : '';
       return n.role === 'coach'

@@ -76,11 +76,44 @@ describe('notifications (24 to 31)', () => {
       (l) => l.length >= 4,
     );
     expect(messages).toEqual([
-      'Your session of Tennis basics on 2026-12-02 14:00 (Europe/Berlin) was canceled by the coach',
+      'Your session of Tennis basics on 2026-12-02 14:00 (Europe/Berlin) was canceled by the coach. Reason: ill',
       'Your session of Tennis basics on 2026-12-02 14:00 (Europe/Berlin) was approved',
       'Your coach moved your session of Tennis basics from 2026-12-02 10:00 to 2026-12-02 14:00 (Europe/Berlin)',
       `Your booking of Tennis basics on ${at} is received and waits for the coach`,
     ]);
+  });
+
+  it("a decline, cancellation or dispute tells the reason in the app too, as its e-mail does (the system's in words)", async () => {
+    const declined = await booked();
+    const reasonOf = async (who: { token: string }, type: string) =>
+      (
+        await eventually(
+          async () => (await list(who.token)).body as { type: string; message: string }[],
+          (l) => l.some((n) => n.type === type),
+        )
+      ).find((n) => n.type === type)?.message;
+    const act = (s: { session: { id: string } }, who: { token: string }, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${s.session.id}/${action}`, { token: who.token, body });
+    expect((await act(declined, declined.coach, 'decline', { reason: 'I am away that week' })).status).toBe(
+      200,
+    );
+    expect(await reasonOf(declined.client, 'session_declined')).toBe(
+      'Your session of Tennis basics on 2026-12-02 10:00 (Europe/Berlin) was declined. Reason: I am away that week',
+    );
+    const unpaid = await booked();
+    const paymentId = (await m.sessionAs(unpaid.client.token, unpaid.session.id)).paymentId as string;
+    const canceled = await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/cancel`, {
+      token: m.service(),
+    });
+    expect(canceled.status).toBe(200);
+    expect(await reasonOf(unpaid.client, 'session_canceled')).toBe(
+      'Your session of Tennis basics on 2026-12-02 10:00 (Europe/Berlin) was canceled. Reason: the payment was canceled or not made in time',
+    );
+    const blank = await booked();
+    expect((await act(blank, blank.client, 'cancel', { reason: '  ' })).status).toBe(200);
+    expect(await reasonOf(blank.coach, 'session_canceled')).toBe(
+      'Your session of Tennis basics on 2026-12-02 10:00 (Europe/Berlin) was canceled by the client',
+    );
   });
 
   it('the outbox (no SMTP_URL) holds one .eml per recipient with a stable Message-ID', async () => {

@@ -5,7 +5,7 @@ import { emailRequest } from '../../commands/email/decider';
 import type { EmailRequested } from '../../commands/email/events';
 import { inbox, type NotificationCommand } from '../../commands/notifications/decider';
 import type { NotificationEvent, NotificationFields } from '../../commands/notifications/events';
-import { sessionNotices, uuidFrom } from '../../commands/notifications/sessionNotices';
+import { noticeMessage, sessionNotices, uuidFrom } from '../../commands/notifications/sessionNotices';
 import { fold } from '../../src/decider';
 import { emailProcess } from '../../projections/emailProcess';
 import { notificationProcess } from '../../projections/notificationProcess';
@@ -258,6 +258,17 @@ describe('who hears of a session event', () => {
     expect(to(cancel('client'))).toEqual([[ref.coachId, 'session_canceled']]);
     expect(to(cancel('coach'))).toEqual([[ref.clientId, 'session_canceled']]);
     expect(to(cancel('system')).map(([u]) => u)).toEqual([ref.clientId, ref.coachId]);
+  });
+  it("the in-app message tells a dispute's reason to the coach, and none for blanks", () => {
+    const [withReason] = sessionNotices({
+      type: 'SessionDisputed',
+      data: { ...ref, reason: 'The coach did not come', at: NOW },
+    });
+    expect(noticeMessage(withReason!, 'Tennis basics')).toBe(
+      'Your client disputed the session of Tennis basics. Reason: The coach did not come',
+    );
+    const [blank] = sessionNotices({ type: 'SessionDeclined', data: { ...ref, reason: ' \n', at: NOW } });
+    expect(noticeMessage(blank!, 'Tennis basics')).toBe('Your session of Tennis basics was declined');
   });
   it('derives stable uuids', () => {
     expect(uuidFrom('a', 'b')).toBe(uuidFrom('a', 'b'));
