@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../../src/deps';
-import { handleCommand } from '../../src/commandHandler';
+import { handleCommand, readState } from '../../src/commandHandler';
 import type { EventMetadata } from '../../src/eventstore/types';
 import { requireRole } from '../../src/http/auth';
 import { metadataOf, runCommand } from '../../src/http/command';
@@ -98,6 +98,49 @@ export function paymentCommands(deps: AppDeps): Router {
     }
   };
 
+  /**
+   * The provider's outcome (`received`, `failed`) of a checkout left to it after its booking lost every
+   * session: the payment is settled now (refunded, or canceled), before the answer, as the booking process
+   * does a moment later (it then finds it settled), so the answer and the caller's next reads tell the
+   * integration to pay the money back. Recorded as the system's follow-up of the provider's move, in the
+   * request's correlation. A failure is left to the booking process: the provider's move is stored already.
+   * Resolves to the payment's state after it (also when the booking process settled it first), or null.
+   */
+  const settleGoneBooking = async (
+    ctx: Context,
+    moved: PaymentStatusChanged['data'],
+    causationId?: string,
+  ) => {
+    try {
+      const gone = await readState(deps.store, bookingStream(moved.groupId), booking);
+      if (
+        !gone.groupId ||
+        [...gone.sessions.values()].some((x) => x.state !== 'declined' && x.state !== 'canceled')
+      )
+        return null;
+      const { requestId, correlationId } = metadataOf(ctx);
+      const outcome = await handleCommand(
+        deps.store,
+        paymentStream(moved.paymentId),
+        paymentDecider,
+        { type: 'SettleCanceledBooking', paymentId: moved.paymentId, now: deps.clock().toISOString() },
+        { requestId, correlationId, ...(causationId ? { causationId } : {}), actor: SYSTEM_ACTOR },
+        50,
+      );
+      // Nothing decided when the booking process got there first: its move is answered then, read here.
+      if (!outcome.ok) return null;
+      const position = outcome.position ?? outcome.observed;
+      if (position) await deps.runner.waitFor(position, deps.config.consistencyWaitMs, PAYMENT_READ_MODELS);
+      return outcome.state.payment ?? null;
+    } catch (err) {
+      deps.log.warn('payment of a booking with no session left to the booking process', {
+        paymentId: moved.paymentId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return null;
+    }
+  };
+
   const run = async (ctx: Context, paymentId: string, command: PaymentCommand) => {
     const { events, eventIds, state } = await runCommand(
       deps,
@@ -115,6 +158,19 @@ export function paymentCommands(deps: AppDeps): Router {
         cancelsBooking((e as PaymentStatusChanged).data.from, (e as PaymentStatusChanged).data.to),
     );
     if (at >= 0) await cancelBooking(ctx, (events[at] as PaymentStatusChanged).data, eventIds[at]);
+    const outcome = events.findIndex(
+      (e) =>
+        e.type === 'PaymentStatusChanged' &&
+        ['received', 'failed'].includes((e as PaymentStatusChanged).data.to),
+    );
+    if (outcome >= 0) {
+      const settled = await settleGoneBooking(
+        ctx,
+        (events[outcome] as PaymentStatusChanged).data,
+        eventIds[outcome],
+      );
+      if (settled) return toPaymentOut(settled);
+    }
     return toPaymentOut(state.payment);
   };
 

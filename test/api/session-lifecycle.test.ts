@@ -520,14 +520,25 @@ describe('bookings follow their payment, and heal after a crash', () => {
       });
     expect((await update('checkout')).status).toBe(200);
     expect((await act(b.client.token, b.session.id, 'cancel')).body.state).toBe('canceled');
-    // In checkout the payment is the provider's: it is left alone until the outcome arrives.
-    expect((await update('received')).status).toBe(200);
-    const p = await eventually(
-      async () =>
-        (await t.request('GET', `/api/v1/payment/${b.session.paymentId}`, { token: b.client.token })).body,
-      (x) => x.status === 'refund' && x.history.at(-1)?.to === 'refund',
-    );
-    expect(p.history.at(-1)).toMatchObject({ from: 'received', to: 'refund', reason: 'booking_canceled' });
+    // In checkout the payment is the provider's: it is left alone until the outcome arrives. The outcome's
+    // answer tells the integration to pay it back (refund, not received), and the next reads show it.
+    const paid = await update('received');
+    expect([paid.status, paid.body.status]).toEqual([200, 'refund']);
+    const p = (await t.request('GET', `/api/v1/payment/${b.session.paymentId}`, { token: b.client.token }))
+      .body;
+    expect(p.status).toBe('refund');
+    expect(p.history.at(-1)).toMatchObject({
+      from: 'received',
+      to: 'refund',
+      reason: 'booking_canceled',
+      actor: { role: 'system' },
+    });
+    // Recorded as the system's follow-up of the provider's move, in its request's correlation.
+    const log = (await t.system.deps.store.readStream(paymentStream(b.session.paymentId))).events;
+    expect(log.at(-1)!.metadata).toMatchObject({
+      causationId: log.at(-2)!.id,
+      correlationId: log.at(-2)!.metadata.correlationId,
+    });
   });
 
   it('a delivered payment is left as it is when its booking is canceled: the service refunds only a received one', async () => {
@@ -581,13 +592,11 @@ describe('bookings follow their payment, and heal after a crash', () => {
       });
     expect((await update('checkout')).status).toBe(200);
     expect((await act(b.coach.token, gone.id, 'decline')).body.state).toBe('declined');
-    // In checkout the payment is the provider's; its outcome is a failure.
-    expect((await update('failed')).status).toBe(200);
-    const p = await eventually(
-      async () => (await t.request('GET', `/api/v1/payment/${gone.paymentId}`, { token: client.token })).body,
-      (x) => x.status === 'canceled' && x.history.at(-1)?.to === 'canceled',
-      5000,
-    );
+    // In checkout the payment is the provider's; its outcome is a failure, answered as the cancel it leads to.
+    const failed = await update('failed');
+    expect([failed.status, failed.body.status]).toEqual([200, 'canceled']);
+    const p = (await t.request('GET', `/api/v1/payment/${gone.paymentId}`, { token: client.token })).body;
+    expect(p.status).toBe('canceled');
     expect(p.history.at(-1)).toMatchObject({ from: 'failed', to: 'canceled', reason: 'booking_canceled' });
     // The client's open payment for the provider (17) is the booking that still stands, not the dead one.
     const next = await t.request('POST', `/api/v1/payment/private/user/${client.id}/update`, {
