@@ -13,6 +13,7 @@ import {
   slotRulesOf,
   withoutPastOverrides,
   type Reservation,
+  type SlotRules,
 } from './slots';
 import { holdsAround, indexHold, unindexHold, type HoldsByDay } from './holdsByDay';
 
@@ -233,6 +234,40 @@ const PAID_BEFORE_START_MS = 3_600_000;
 
 const unavailable = (message: string): DomainError => ({ code: 'slot_unavailable', message });
 
+/**
+ * Why `slot` (starting at `start`, epoch ms), which the rules do not offer, is not free, in words that tell
+ * the client what to choose: passed, inside the minimum notice, past the booking window, not a start time of
+ * the service within the coach's hours (the rules offer it on an empty calendar neither), or taken (a seat
+ * too: the group slot is full). It said "is not a free slot of this service" in every case.
+ */
+function notFree(
+  slot: string,
+  start: number,
+  now: Date,
+  schedule: Schedule,
+  rules: SlotRules,
+  date: string,
+  travel: number,
+): DomainError {
+  const t = now.getTime();
+  if (start <= t) return unavailable(`${slot} has passed: choose a later slot of the availability`);
+  if (start < t + rules.minimumNoticeHours * 3_600_000)
+    return unavailable(
+      `${slot} is too soon: this service is booked at least ${rules.minimumNoticeHours} hour(s) before its start`,
+    );
+  if (start > t + rules.bookingWindowDays * 86_400_000)
+    return unavailable(
+      `${slot} is too far ahead: this service is booked at most ${rules.bookingWindowDays} day(s) ahead`,
+    );
+  if (!freeSlots(schedule, [], rules, date, date, now, travel, slot.slice(0, 16))[0])
+    return unavailable(
+      `${slot} is not a start time of this service within the coach's hours: choose a slot of the availability`,
+    );
+  return unavailable(
+    `${slot} is taken${rules.groupSession ? ': no seat is left;' : ':'} choose another slot of the availability`,
+  );
+}
+
 export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
   initialState: () => ({
     schedule: null,
@@ -372,7 +407,7 @@ export const calendar: Decider<CalendarCommand, CalendarEvent, Calendar> = {
           if (sameClient) return left(unavailable(`you already hold ${slot}`));
           // Only the asked slot is checked (by the same rules that list free slots).
           const free = freeSlots(schedule, taken, rules, date, date, now, travel, slot.slice(0, 16))[0];
-          if (!free) return left(unavailable(`${slot} is not a free slot of this service`));
+          if (!free) return left(notFree(slot, at, now, schedule, rules, date, travel));
           if (Date.parse(free.startsAt) > expiresAt)
             return left({
               code: 'package_expired',
@@ -521,7 +556,7 @@ function decideMove(command: MoveSlot, state: Calendar): ReturnType<typeof calen
     travel,
     command.slot.slice(0, 16),
   )[0];
-  if (!free) return left(unavailable(`${command.slot} is not a free slot of this service`));
+  if (!free) return left(notFree(command.slot, at, new Date(command.now), schedule, rules, date, travel));
   const freeStart = Date.parse(free.startsAt);
   const pkg = state.packages.get(command.groupId);
   // A package's sessions take place by its expiration date, moved ones too.

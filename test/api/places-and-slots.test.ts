@@ -547,7 +547,10 @@ describe('a group session takes place at one place', () => {
     expect(seatA.status).toBe(200);
     expect((await book(b.token, serviceId, { slots: [slot] })).status).toBe(200);
     const full = await book(c.token, serviceId, { slots: [slot] });
-    expect([full.status, full.body.message]).toEqual([409, `${slot} is not a free slot of this service`]);
+    expect([full.status, full.body.message]).toEqual([
+      409,
+      `${slot} is taken: no seat is left; choose another slot of the availability`,
+    ]);
     const again = await book(b.token, serviceId, { slots: [slot] });
     expect([again.status, again.body]).toEqual([
       409,
@@ -576,6 +579,49 @@ describe('a group session takes place at one place', () => {
     const joining = await book((await m.client()).token, serviceId, { slots: [slot] });
     expect(joining.status).toBe(409);
     expect(joining.body).toMatchObject({ error: 'slot_unavailable' });
+  });
+});
+
+describe('a slot that cannot be booked (409 slot_unavailable) says why, so the client knows what to choose', () => {
+  it('names the rule: passed, too soon, too far ahead, outside the hours or start times, or taken (booking and move)', async () => {
+    // Now is Tuesday 1 December 2026, 09:00 in Berlin; weekdays 09:00-17:00; 2 hours' notice, 60 days ahead.
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach, { minimumNoticeHours: 2, bookingWindowDays: 60 });
+    const client = await m.client();
+    const refused = async (slot: string) => {
+      const res = await book(client.token, serviceId, { slots: [slot] });
+      expect([res.status, res.body.error]).toEqual([409, 'slot_unavailable']);
+      return res.body.message as string;
+    };
+    expect(await refused('2026-11-30T10:00')).toBe(
+      '2026-11-30T10:00 has passed: choose a later slot of the availability',
+    );
+    expect(await refused('2026-12-01T10:00')).toBe(
+      '2026-12-01T10:00 is too soon: this service is booked at least 2 hour(s) before its start',
+    );
+    expect(await refused('2027-02-15T10:00')).toBe(
+      '2027-02-15T10:00 is too far ahead: this service is booked at most 60 day(s) ahead',
+    );
+    expect(await refused('2026-12-05T10:00')).toBe(
+      "2026-12-05T10:00 is not a start time of this service within the coach's hours: choose a slot of the availability",
+    );
+    expect(await refused('2026-12-02T10:30')).toBe(
+      "2026-12-02T10:30 is not a start time of this service within the coach's hours: choose a slot of the availability",
+    );
+    const first = await book((await m.client()).token, serviceId, { slots: ['2026-12-02T10:00'] });
+    expect(first.status).toBe(200);
+    expect(await refused('2026-12-02T10:00')).toBe(
+      '2026-12-02T10:00 is taken: choose another slot of the availability',
+    );
+    const mine = await book(client.token, serviceId, { slots: ['2026-12-03T10:00'] });
+    const moved = await t.request('POST', `/api/v1/session/${mine.body[0].id}/reschedule`, {
+      token: client.token,
+      body: { slot: '2026-12-02T10:00' },
+    });
+    expect([moved.status, moved.body.message]).toEqual([
+      409,
+      '2026-12-02T10:00 is taken: choose another slot of the availability',
+    ]);
   });
 });
 
