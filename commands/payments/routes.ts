@@ -69,6 +69,18 @@ export function paymentCommands(deps: AppDeps): Router {
       const causeOf = new Map(
         canceled.events.map((e, i) => [(e as SessionCanceled).data.sessionId, canceled.eventIds[i]]),
       );
+      // Sessions canceled by another writer first (the booking process, maybe on another instance): their
+      // slots are freed in the name of those cancellations, as that writer frees them, so the audit chain
+      // reads the same whoever frees a slot. Read only when it happened: the race is rare.
+      const byOthers = [...canceled.state.sessions].some(
+        ([sessionId, session]) => session.state === 'canceled' && !causeOf.has(sessionId),
+      );
+      if (byOthers)
+        for (const e of (await deps.store.readStream(bookingStream(moved.groupId))).events)
+          if (e.type === 'SessionCanceled') {
+            const sessionId = (e.data as SessionCanceled['data']).sessionId;
+            if (!causeOf.has(sessionId)) causeOf.set(sessionId, e.id);
+          }
       for (const [sessionId, session] of canceled.state.sessions) {
         if (session.state !== 'canceled') continue;
         const released = await handleCommand(
