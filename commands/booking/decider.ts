@@ -75,10 +75,21 @@ export type BookingCommand =
 export const DISPUTE_DAYS = 30;
 
 const notFound: DomainError = { code: 'session_not_found', message: 'no such session' };
-const invalid = (from: SessionState, action: string): DomainError => ({
-  code: 'invalid_transition',
-  message: `${/^[aeiou]/.test(from) ? 'an' : 'a'} ${from} session cannot be ${action}`,
-});
+/** What must come first where a step is early (not where it is too late: a canceled session stays so). */
+const FIRST: Readonly<Partial<Record<string, Partial<Record<SessionState, string>>>>> = {
+  completed: { new: 'its coach approves it first' },
+  reviewed: {
+    new: 'it can be once its coach marks it completed',
+    approved: 'it can be once its coach marks it completed',
+  },
+};
+const invalid = (from: SessionState, action: string): DomainError => {
+  const first = FIRST[action]?.[from];
+  return {
+    code: 'invalid_transition',
+    message: `${/^[aeiou]/.test(from) ? 'an' : 'a'} ${from} session cannot be ${action}${first ? `: ${first}` : ''}`,
+  };
+};
 const forbidden = (who: string): DomainError => ({
   code: 'forbidden',
   message: `only the session's ${who} may do this`,

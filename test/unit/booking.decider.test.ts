@@ -149,6 +149,22 @@ describe('booking decider: Approve', () => {
     );
   });
 
+  it('says what must come first where a step is early: approval before completion, completion before a review', () => {
+    const message = (r: Either<DomainError, BookingEvent[]>) => (isLeft(r) ? r.left.message : '');
+    expect(message(given([booked]).when(complete(coach)))).toBe(
+      'a new session cannot be completed: its coach approves it first',
+    );
+    expect(message(given([booked, approved()]).when(review(client)))).toBe(
+      'an approved session cannot be reviewed: it can be once its coach marks it completed',
+    );
+    expect(message(given([booked]).when(review(client)))).toBe(
+      'a new session cannot be reviewed: it can be once its coach marks it completed',
+    );
+    expect(message(given([booked, canceled()]).when(review(client)))).toBe(
+      'a canceled session cannot be reviewed',
+    );
+  });
+
   it('allows approval until the end, not after it', () => {
     expect(outcome(given([booked]).when(approve(coach, hoursFromStart(0.5))))).toBe('SessionApproved');
     expect(outcome(given([booked]).when(approve(coach, END)))).toBe('invalid_transition');
