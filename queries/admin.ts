@@ -3,7 +3,7 @@ import * as t from 'io-ts';
 import type { ServiceFields, ServiceStatus } from '../commands/services/events';
 import type { AppDeps } from '../src/deps';
 import { requireRole } from '../src/http/auth';
-import { decode, paging } from '../src/http/validation';
+import { Uuid, decode, paging } from '../src/http/validation';
 import { describeSchema } from '../src/http/openapi/jsonSchema';
 import { measureLag } from '../src/metrics';
 import { toServiceOut } from '../src/resources/service';
@@ -19,9 +19,10 @@ export const AdminServicesQuery = t.partial({
   }),
 });
 
-/** `status` filter of the e-mail deliveries list (default: all). */
+/** `status` and `user` (the recipient) filters of the e-mail deliveries list (default: all). */
 export const EmailDeliveriesQuery = t.partial({
   status: t.keyof({ sending: null, sent: null, deferred: null, failed: null }),
+  user: Uuid,
 });
 
 /** Reads for the operators' page (GET /admin/notifications in a browser): services and projections. */
@@ -54,11 +55,17 @@ export function adminQueries(deps: AppDeps): Router {
   // E-mail deliveries, latest change first: state (sending, sent, deferred, failed), attempts, last error.
   router.get('/api/v1/admin/emails', admin, async (ctx) => {
     const { limit, offset } = paging(ctx.query);
-    const { status } = decode(EmailDeliveriesQuery, { status: ctx.query.status }, 'query');
+    const { status, user } = decode(
+      EmailDeliveriesQuery,
+      { status: ctx.query.status, user: ctx.query.user },
+      'query',
+    );
+    // One user's e-mails by their index (migration 112), not by reading every delivery ever made.
     const rows = await deps.db.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM email_deliveries WHERE ($1::text IS NULL OR status = $1)
+      `SELECT ${DELIVERY_COLUMNS} FROM email_deliveries
+        WHERE ($1::text IS NULL OR status = $1) AND ($4::text IS NULL OR recipient = $4)
        ORDER BY updated_at DESC, stream LIMIT $2 OFFSET $3`,
-      [status ?? null, limit, offset],
+      [status ?? null, limit, offset, user?.toLowerCase() ?? null],
     );
     ctx.body = rows.rows.map(deliveryOut);
   });

@@ -642,6 +642,39 @@ describe('private e-mail endpoints (18 to 23)', () => {
     expect(to(emailOf(user.id))).toHaveLength(1);
   });
 
+  it("an operator lists one user's e-mails (GET /api/v1/admin/emails?user=), to see what reached them", async () => {
+    const [a, b] = [await m.client(), await m.client()];
+    const service = t.token(randomUUID(), ['service']);
+    for (const u of [a, b, a])
+      expect(
+        (
+          await t.request('POST', `/api/v1/notification/private/email/${u.id}/verification`, {
+            token: service,
+            body: { code: '1234' },
+          })
+        ).status,
+      ).toBe(200);
+    await mailsTo(emailOf(a.id), 2);
+    await mailsTo(emailOf(b.id), 1);
+    const admin = m.admin();
+    const listed = await eventually(
+      async () => (await t.request('GET', `/api/v1/admin/emails?user=${a.id}`, { token: admin })).body,
+      (l) => Array.isArray(l) && l.filter((d: { status: string }) => d.status === 'sent').length === 2,
+    );
+    expect(listed).toHaveLength(2);
+    expect(listed.map((d: { recipient: string; to: string }) => [d.recipient, d.to])).toEqual([
+      [a.id, emailOf(a.id)],
+      [a.id, emailOf(a.id)],
+    ]);
+    // With the status filter too; a malformed id is 422 at the parameter.
+    const failed = await t.request('GET', `/api/v1/admin/emails?user=${a.id}&status=failed`, {
+      token: admin,
+    });
+    expect([failed.status, failed.body]).toEqual([200, []]);
+    const bad = await t.request('GET', '/api/v1/admin/emails?user=someone', { token: admin });
+    expect([bad.status, bad.body.detail[0].loc]).toEqual([422, ['query', 'user']]);
+  });
+
   it('20, 22 and 23 speak to the party they are sent to: a coach is not told "your coach", a client not "your client"', async () => {
     const { coach, client, session } = await booked();
     await mailsTo(emailOf(coach.id), 1);

@@ -136,4 +136,12 @@ ALTER TABLE webhook_deliveries ADD COLUMN channel_removed_at timestamptz;
 CREATE INDEX webhook_deliveries_claimed ON webhook_deliveries (claimed_at) WHERE status = 'sending';
 `,
   },
+  {
+    version: 112,
+    // GET /api/v1/admin/emails?user=: one user's e-mail deliveries, latest change first.
+    name: 'e-mail deliveries by recipient',
+    sql: `
+CREATE INDEX email_deliveries_recipient ON email_deliveries (recipient, updated_at DESC);
+`,
+  },
 ];
