@@ -104,7 +104,11 @@ async function candidateTravel(db: Queryable, coachId: string, query: unknown): 
       q.address_id.toLowerCase(),
       coachId,
     ]);
-    if (!own.rowCount) throw notFound('address_not_found', "address_id is not one of the coach's addresses");
+    if (!own.rowCount)
+      throw notFound(
+        'address_not_found',
+        "address_id is not one of the coach's addresses; for your own place, send lat and lng instead",
+      );
     return 0;
   }
   if (q.lat === undefined || q.lng === undefined) return 0;

@@ -172,7 +172,12 @@ export function bookingCommands(deps: AppDeps): Router {
       (await loadState(deps.store, addressStream(bookable.coachId), addressBook, { keepEmpty: true }));
     const where = placeOf(bookRead.state, body);
     if (!where)
-      return refuse(notFound('address_not_found', "addressId is not one of the coach's saved addresses"));
+      return refuse(
+        notFound(
+          'address_not_found',
+          "addressId is not one of the coach's saved addresses; to meet at your own place, send its position and address instead",
+        ),
+      );
     const tooFar = tooFarMessage(where.minutesTravel);
     if (tooFar)
       return refuse(new ValidationError([{ loc: ['body', 'position'], msg: tooFar, type: 'value_error' }]));

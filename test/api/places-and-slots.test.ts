@@ -84,10 +84,18 @@ describe("addressId is one of the coach's places (8)", () => {
       expect(res.status).toBe(404);
       expect(res.body).toEqual({
         error: 'address_not_found',
-        message: "addressId is not one of the coach's saved addresses",
+        message:
+          "addressId is not one of the coach's saved addresses; to meet at your own place, send its position and address instead",
         code: 404,
       });
     }
+    const asked = await t.request('GET', `/api/v1/service/${serviceId}/availability?address_id=${own}`, {
+      token: client.token,
+    });
+    expect([asked.status, asked.body.message]).toEqual([
+      404,
+      "address_id is not one of the coach's addresses; for your own place, send lat and lng instead",
+    ]);
     const bad = await book(client.token, serviceId, { slots: ['2026-12-02T10:00:00'], addressId: 'x' });
     expect(bad.status).toBe(422);
     expect(bad.body.detail[0].loc).toEqual(['body', 'addressId']);
