@@ -49,6 +49,8 @@ export function paymentAuditQueries(deps: AppDeps): Router {
               id: state.payment.id,
               groupId: state.payment.groupId,
               ...toPaymentOut(state.payment),
+              // The deadline, as the owner's view shows it (the expiry's reason to cancel).
+              expiresAt: new Date(state.payment.expiresAt).toISOString(),
               revision: Number(last.revision),
               lastChange: {
                 eventId: last.id,

@@ -484,6 +484,7 @@ const PaymentAuditState = closedWith(
     id: s,
     groupId: s,
     ...PaymentOutCodec.type.types[0].props,
+    expiresAt: s,
     revision: int,
     lastChange: closed('PaymentLastChange', {
       eventId: s,

@@ -274,6 +274,7 @@ describe('GET /openapi.json', () => {
         'coachId',
         'clientId',
         'serviceId',
+        'expiresAt',
         'revision',
         'lastChange',
       ]),

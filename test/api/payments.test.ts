@@ -365,9 +365,12 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
       metadata: { actor: { role: 'service' } },
       createdAt: expect.any(String),
     });
+    // As the owner's view showed the payment then: its deadline too.
+    const owner = await t.request('GET', `/api/v1/payment/${p.paymentId}`, { token: t.token(p.clientId) });
     expect(res.body.stateAt).toMatchObject({
       id: p.paymentId,
       status: 'checkout',
+      expiresAt: owner.body.expiresAt,
       revision: 1,
       lastChange: {
         // The event behind it, as the session audit's lastChange names it: its correlation chain opens from here.
