@@ -129,9 +129,21 @@ export function sessionQueries(deps: AppDeps): Router {
     const concerns = (e: { type: string; data: unknown }) =>
       bookedHere(e) || (e.data as { sessionId?: string }).sessionId === id;
     let stateAt: string | null = null;
+    /** When the session was to take place by `at`: as booked, then as each move left it. */
+    let slotAt: { slot: string; startsAt: string; endsAt: string } | null = null;
     let last: (typeof upTo)[number] | undefined;
     for (const e of upTo) {
       if (!concerns(e)) continue;
+      if (e.type === 'SessionsBooked') {
+        const booked = (
+          e.data as { sessions: { sessionId: string; slot: string; startsAt: string; endsAt: string }[] }
+        ).sessions.find((x) => x.sessionId === id)!;
+        slotAt = { slot: booked.slot, startsAt: booked.startsAt, endsAt: booked.endsAt };
+      }
+      if (e.type === 'SessionRescheduled') {
+        const to = (e.data as { to: { slot: string; startsAt: string; endsAt: string } }).to;
+        slotAt = { slot: to.slot, startsAt: to.startsAt, endsAt: to.endsAt };
+      }
       // A move records the state it leaves the session in (a client's move of an approved one: new).
       stateAt =
         e.type === 'SessionRescheduled' ? (e.data as { state: string }).state : (STATES[e.type] ?? stateAt);
@@ -142,6 +154,7 @@ export function sessionQueries(deps: AppDeps): Router {
       groupId: s.groupId,
       at: at ? new Date(until).toISOString() : null, // as UTC, like the payment and stream audits
       stateAt,
+      slotAt,
       // Who made the session's last change by `at`, and why (a decline's, a cancellation's or a dispute's
       // reason), as the payment audit's `lastChange` says it; a review counts as a change.
       lastChange: last

@@ -511,6 +511,7 @@ export const SessionAuditCodec = closed('SessionAudit', {
   groupId: s,
   at: nullable(s),
   stateAt: nullable(s),
+  slotAt: nullable(closed('SessionSlotAt', { slot: s, startsAt: s, endsAt: s })),
   lastChange: nullable(
     closed('SessionLastChange', {
       eventId: s,

@@ -159,6 +159,25 @@ describe('POST /api/v1/session/{id}/reschedule', () => {
       reason: null,
       actor: { userId: client.id, role: 'client' },
     });
+    // And when the session was to take place then, as its parties' reads showed it: the new time now, the
+    // time as booked just before the move.
+    expect(audit.body.slotAt).toEqual({
+      slot: '2026-12-02T14:00:00',
+      startsAt: '2026-12-02T13:00:00.000Z',
+      endsAt: '2026-12-02T14:00:00.000Z',
+    });
+    const before = audit.body.events.find((e: { type: string }) => e.type === 'SessionApproved').recordedAt;
+    const then = await t.request('GET', `/api/v1/audit/sessions/${session.id}/events?at=${before}`, {
+      token: m.admin(),
+    });
+    expect([then.body.stateAt, then.body.slotAt]).toEqual([
+      'approved',
+      {
+        slot: '2026-12-02T10:00:00',
+        startsAt: '2026-12-02T09:00:00.000Z',
+        endsAt: '2026-12-02T10:00:00.000Z',
+      },
+    ]);
   });
 
   it('a taken slot is 409 slot_unavailable and nothing changes', async () => {
