@@ -163,7 +163,8 @@ export function requireRole(...roles: Role[]): Middleware {
   const guard: Middleware = async (ctx, next) => {
     const p = principal(ctx);
     const acting = roles.length ? p.roles.find((r) => roles.includes(r)) : undefined;
-    if (roles.length && !acting) throw forbidden();
+    // The roles the route takes, named: a coach refused a booking learns it needs a client account.
+    if (roles.length && !acting) throw forbidden(`this action needs the ${roles.join(' or ')} role`);
     ctx.state.principal = acting ? { ...p, acting } : p;
     await next();
   };

@@ -50,7 +50,26 @@ describe('RS256 tokens with JWT_PUBLIC_KEY', () => {
     const token = signToken(t.config, randomUUID(), ['client'], { privateKey });
     const res = await t.request('POST', `/api/v1/payment/private/payment/${randomUUID()}/cancel`, { token });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
+    expect(res.body).toEqual({
+      error: 'forbidden',
+      message: 'this action needs the service role',
+      code: 403,
+    });
+  });
+
+  it('names the role a route needs in its 403, so a coach who tries to book learns it needs a client account', async () => {
+    const coach = signToken(t.config, randomUUID(), ['coach'], { privateKey });
+    const booked = await t.request('POST', `/api/v1/service/${randomUUID()}`, {
+      token: coach,
+      body: { slots: ['2026-12-02T10:00'] },
+    });
+    expect([booked.status, booked.body.message]).toEqual([403, 'this action needs the client role']);
+    const client = signToken(t.config, randomUUID(), ['client'], { privateKey });
+    const email = await t.request('POST', '/api/v1/notification/channel/mailprovider-init', {
+      token: client,
+      body: {},
+    });
+    expect([email.status, email.body.message]).toEqual([403, 'this action needs the admin or service role']);
   });
 });
 
