@@ -43,5 +43,16 @@ export function userQueries(deps: AppDeps): Router {
       ),
     };
   });
+  // Added: the stored profile, as PUT answers it, for the user itself, the account service and admins (others
+  // see users through 12 and 13). PUT waits for this read model, so a GET after it reads the change.
+  router.get('/api/v1/users/:user_id', authenticated(), async (ctx) => {
+    const userId = decode(t.type({ user_id: Uuid }), ctx.params, 'path').user_id.toLowerCase();
+    const caller = currentPrincipal(ctx);
+    // Another user's profile is answered as an unknown id's (docs/api.md, Conventions).
+    const allowed = caller.userId === userId || caller.roles.some((r) => r === 'service' || r === 'admin');
+    const profile = allowed ? await findProfile(deps.db, userId) : null;
+    if (!profile) throw notFound('user_not_found', 'no profile of this user for you to read');
+    ctx.body = { id: userId, ...profile };
+  });
   return router;
 }

@@ -107,6 +107,39 @@ describe('PUT /api/v1/users/{user_id}', () => {
     expect(res.body).toEqual({ error: 'forbidden', message: expect.any(String), code: 403 });
   });
 
+  it('is read back with GET by the user itself, the service role and admins, as PUT answered it', async () => {
+    const id = randomUUID();
+    const created = await putUser(id, {
+      firstName: 'Ana',
+      lastName: 'Lima',
+      email: 'ana@example.com',
+      type: 'client',
+      phone: '+351 912 345 678',
+      languages: ['pt', 'en'],
+    });
+    expect(created.status).toBe(200);
+    const path = `/api/v1/users/${id.toUpperCase()}`;
+    for (const token of [t.token(id, ['client']), svc(), admin()]) {
+      const read = await t.request('GET', path, { token });
+      expect(read.status).toBe(200);
+      expect(read.body).toEqual(created.body);
+    }
+    // Another user, whatever its role, gets the 404 of an unknown id (public views: 12, 13).
+    for (const token of [t.token(randomUUID(), ['client']), t.token(randomUUID(), ['coach', 'auditor'])]) {
+      const other = await t.request('GET', path, { token });
+      expect([other.status, other.body.error]).toEqual([404, 'user_not_found']);
+    }
+    expect((await t.request('GET', path)).status).toBe(401);
+    // Read-your-writes: the change is what the next GET shows.
+    await putUser(id, { lastName: 'Lima Costa' });
+    expect((await t.request('GET', path, { token: svc() })).body.lastName).toBe('Lima Costa');
+    const none = randomUUID();
+    const missing = await t.request('GET', `/api/v1/users/${none}`, { token: t.token(none, ['client']) });
+    expect([missing.status, missing.body.error]).toEqual([404, 'user_not_found']);
+    const bad = await t.request('GET', '/api/v1/users/nope', { token: svc() });
+    expect([bad.status, bad.body.detail?.[0]?.loc]).toEqual([422, ['path', 'user_id']]);
+  });
+
   it('validates the time zone, date, type and unknown fields (422 detail)', async () => {
     const res = await putUser(randomUUID(), {
       timezone: 'Mars/Base',

@@ -268,6 +268,11 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: { codec: UpsertUserProfileBody, optional: true },
     answer: A.UserProfileRecordCodec,
   },
+  'GET /api/v1/users/:user_id': {
+    tag: 'Users',
+    summary: 'A user profile as stored (the user itself, the account service, admins; others 404)',
+    answer: A.UserProfileRecordCodec,
+  },
   'GET /api/v1/coach/schedule': {
     tag: 'Services',
     summary: "The calling coach's schedule as last published (weekly hours and date overrides)",
