@@ -164,6 +164,8 @@ export function paymentCommands(deps: AppDeps): Router {
     );
     // A duplicate or stale provider event decides nothing; the answer is then the unchanged payment.
     if (!state.payment) throw paymentNotFound();
+    // The `Payment` record has no id: the header names the payment answered (17's choice), kept for replays.
+    ctx.set('X-Payment-Id', paymentId);
     const at = events.findIndex(
       (e) =>
         e.type === 'PaymentStatusChanged' &&

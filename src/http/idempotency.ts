@@ -23,8 +23,11 @@ export const idempotencyTag = (scope: string, key: string, hash: string) =>
 
 const ok = (status: number) => status >= 200 && status < 300;
 
-/** Answer headers that name what a run made (14's new picture): kept with the answer, given back on a replay. */
-const KEPT_HEADERS = ['X-Media-Id'];
+/**
+ * Answer headers that name what a run made (14's new picture, the payment 15 to 17 moved): kept with the answer,
+ * given back on a replay.
+ */
+const KEPT_HEADERS = ['X-Media-Id', 'X-Payment-Id'];
 
 const HONOURS_KEY = Symbol('idempotencyKey');
 /** Marks a route middleware as honouring `Idempotency-Key` (read by the OpenAPI document). */

@@ -226,15 +226,24 @@ describe('payments (endpoints 15 to 17, owner view, audit, expiry)', () => {
     const older = await createPayment({ clientId });
     now = new Date(now.getTime() + 1000);
     const newer = await createPayment({ clientId });
-    const res = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
+    const headers = { 'idempotency-key': randomUUID() };
+    const res = await t.request('POST', path, { token: service, body: { status: 'checkout' }, headers });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(payment(newer, 'checkout'));
     expect(await streamLength(older.paymentId)).toBe(1);
+    // The `Payment` record has no id: the answer's X-Payment-Id names the payment it moved, also on a replay.
+    expect(res.headers.get('x-payment-id')).toBe(newer.paymentId);
+    const replay = await t.request('POST', path, { token: service, body: { status: 'checkout' }, headers });
+    expect([replay.headers.get('idempotent-replayed'), replay.headers.get('x-payment-id')]).toEqual([
+      'true',
+      newer.paymentId,
+    ]);
 
     // Once the newer one is closed, the older open one is the target.
     await t.request('POST', `/api/v1/payment/private/payment/${newer.paymentId}/cancel`, { token: service });
     const next = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
     expect(next.body).toEqual(payment(older, 'checkout'));
+    expect(next.headers.get('x-payment-id')).toBe(older.paymentId);
     await t.request('POST', `/api/v1/payment/private/payment/${older.paymentId}/cancel`, { token: service });
     const closed = await t.request('POST', path, { token: service, body: { status: 'checkout' } });
     expect(closed.status).toBe(404);

@@ -114,6 +114,13 @@ const VIDEO_FILES: FilePart[] = [
   { name: 'preview', accept: 'image/*' },
 ];
 
+/** 15 to 17: the `Payment` record has no id, so the answer names the payment it shows (17's choice). */
+const PAYMENT_ID_HEADER = {
+  'X-Payment-Id': {
+    schema: { type: 'string', format: 'uuid' },
+    description: 'The id of the payment answered (for 17, the payment it chose); a replay names the same id',
+  },
+};
 export const ROUTE_DOCS: Record<string, RouteDoc> = {
   // Videos
   'POST /api/v1/storage/video': {
@@ -374,12 +381,14 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'The payment provider reports a status change',
     body: { codec: PaymentUpdateBody, example: { status: 'checkout', clientSecret: 'pi_123_secret_456' } },
     answer: A.PaymentOutCodec,
+    okHeaders: PAYMENT_ID_HEADER,
   },
   'POST /api/v1/payment/private/payment/:payment_id/cancel': {
     endpoint: 16,
     tag: 'Payments (private)',
     summary: 'Cancel a payment',
     answer: A.PaymentOutCodec,
+    okHeaders: PAYMENT_ID_HEADER,
   },
   'POST /api/v1/payment/private/user/:user_id/update': {
     endpoint: 17,
@@ -387,6 +396,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: "Update the user's open payment",
     body: { codec: PaymentUpdateBody },
     answer: A.PaymentOutCodec,
+    okHeaders: PAYMENT_ID_HEADER,
   },
   'GET /api/v1/payment/:payment_id': {
     tag: 'Payments',
