@@ -11,8 +11,9 @@ export const notificationsProjection: Projection = {
       case 'NotificationCreated': {
         const d = event.data;
         await tx.query(
-          `INSERT INTO notifications (id, user_id, type, content_type, content_id, message, unread, created_at, seq)
-           VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::numeric) ON CONFLICT (id) DO NOTHING`,
+          `INSERT INTO notifications (id, user_id, type, content_type, content_id, message, unread, created_at, seq,
+             cause_event_id)
+           VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8::numeric, $9) ON CONFLICT (id) DO NOTHING`,
           [
             d.notificationId,
             d.userId,
@@ -22,6 +23,7 @@ export const notificationsProjection: Projection = {
             d.message,
             d.createdAt,
             recorded.position.commit.toString(),
+            d.causationEventId,
           ],
         );
         return;

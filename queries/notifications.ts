@@ -3,9 +3,11 @@ import * as t from 'io-ts';
 import type { AppDeps } from '../src/deps';
 import { adminPageForBrowsers } from '../src/http/adminPage';
 import { authenticated, currentPrincipal, requireRole } from '../src/http/auth';
-import { notFound } from '../src/http/errors';
-import { Uuid, boundedString, decode, paging } from '../src/http/validation';
+import { ValidationError, notFound } from '../src/http/errors';
+import { IsoInstant, Uuid, boundedString, decode, paging } from '../src/http/validation';
+import { emailDeliveriesOfCause } from '../src/readModels/emailDeliveries';
 import { notificationCode, type NotificationOut } from '../src/resources/notification';
+import { utc } from './sessions';
 import { deliveriesOfNotification } from './webhooks';
 
 interface Row {
@@ -19,10 +21,13 @@ interface Row {
   createdAt: Date;
   readAt: Date | null;
   deliveredAt: Date | null;
+  /** The event that caused it; null on rows written before migration 113 until a rebuild. */
+  causeEventId: string | null;
 }
 
 const SELECT = `SELECT id, user_id AS "userId", type, content_type AS "contentType", content_id AS "contentId",
-  message, unread, created_at AS "createdAt", read_at AS "readAt", delivered_at AS "deliveredAt" FROM notifications`;
+  message, unread, created_at AS "createdAt", read_at AS "readAt", delivered_at AS "deliveredAt",
+  cause_event_id AS "causeEventId" FROM notifications`;
 const ORDER = 'ORDER BY created_at DESC, seq DESC';
 
 const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString());
@@ -49,7 +54,17 @@ const adminOut = (r: Row) => ({
  * list's order, so a client paging on is not shown again what new notifications pushed down.
  */
 export const UnreadFilter = t.partial({ unread: t.keyof({ true: null, false: null }), before: Uuid });
-export const AdminFilter = t.partial({ user: Uuid, type: boundedString(100, 1) });
+/**
+ * Filters of the admin list (29): the owner, the type, the read state, and the creation time between `from`
+ * (inclusive) and `to` (exclusive), as the sessions list takes them.
+ */
+export const AdminFilter = t.partial({
+  user: Uuid,
+  type: boundedString(100, 1),
+  unread: t.keyof({ true: null, false: null }),
+  from: IsoInstant,
+  to: IsoInstant,
+});
 
 export function notificationQueries(deps: AppDeps): Router {
   const router = new Router();
@@ -92,14 +107,22 @@ export function notificationQueries(deps: AppDeps): Router {
     ctx.body = rows.rows.map((r) => ({ ...r, createdAt: iso(r.createdAt) }));
   });
 
-  // 29. Every user's notifications (admin), newest first; filters `user` and `type`.
+  // 29. Every user's notifications (admin), newest first; filters `user`, `type`, `unread`, `from` and `to`.
   router.get('/manage/admin/notifications', admin, async (ctx) => {
     const { limit, offset } = paging(ctx.query);
-    const f = decode(AdminFilter, { user: ctx.query.user, type: ctx.query.type }, 'query');
+    const { user, type, unread, from, to } = ctx.query;
+    const f = decode(AdminFilter, { user, type, unread, from, to }, 'query');
+    if (f.from && f.to && Date.parse(f.to) < Date.parse(f.from))
+      throw new ValidationError([
+        { loc: ['query', 'to'], msg: 'to should not be before from', type: 'value_error' },
+      ]);
     const params: unknown[] = [limit, offset];
     const where: string[] = [];
     if (f.user) where.push(`user_id = $${params.push(f.user.toLowerCase())}`);
     if (f.type) where.push(`type = $${params.push(f.type)}`);
+    if (f.unread !== undefined) where.push(`unread = $${params.push(f.unread === 'true')}`);
+    if (f.from) where.push(`created_at >= $${params.push(utc(f.from))}::timestamptz`);
+    if (f.to) where.push(`created_at < $${params.push(utc(f.to))}::timestamptz`);
     const rows = await deps.db.query<Row>(
       `${SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${ORDER} LIMIT $1 OFFSET $2`,
       params,
@@ -107,13 +130,18 @@ export function notificationQueries(deps: AppDeps): Router {
     ctx.body = rows.rows.map(adminOut);
   });
 
-  // 30. One notification (admin).
+  // 30. One notification (admin), with its webhook deliveries and the e-mails its cause sent its user (null
+  // when the cause is not recorded: a row written before migration 113, until a rebuild).
   router.get('/manage/admin/notifications/:notification_id', admin, async (ctx) => {
     const { notification_id } = decode(t.type({ notification_id: Uuid }), ctx.params, 'path');
     const row = (await deps.db.query<Row>(`${SELECT} WHERE id = $1`, [notification_id.toLowerCase()]))
       .rows[0];
     if (!row) throw notFound('notification_not_found', 'no such notification');
-    ctx.body = { ...adminOut(row), webhookDeliveries: await deliveriesOfNotification(deps.db, row.id) };
+    const [webhookDeliveries, emailDeliveries] = await Promise.all([
+      deliveriesOfNotification(deps.db, row.id),
+      row.causeEventId === null ? null : emailDeliveriesOfCause(deps.db, row.causeEventId, row.userId),
+    ]);
+    ctx.body = { ...adminOut(row), webhookDeliveries, emailDeliveries };
   });
 
   // 31. Counts (admin): all, unread, delivered, and the same per type.

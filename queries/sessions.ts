@@ -38,7 +38,7 @@ const SessionPath = t.type({ session_id: Uuid });
  * An instant (IsoInstant, checked) in UTC, with every digit of its fraction: PostgreSQL reads no offset past
  * 15:59 (`+23:59` made the query fail), and Date.parse keeps milliseconds only.
  */
-const utc = (instant: string) =>
+export const utc = (instant: string) =>
   new Date(Date.parse(instant)).toISOString().replace('Z', `${/\.\d{3}(\d{1,6})/.exec(instant)?.[1] ?? ''}Z`);
 
 const ONE_STATE = `(?:${SESSION_STATES.join('|')})`;

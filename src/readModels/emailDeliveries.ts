@@ -47,3 +47,24 @@ export async function emailDeliveryById(db: Queryable, id: string): Promise<Emai
   );
   return res.rows[0] ? deliveryOut(res.rows[0]) : null;
 }
+
+/** The most e-mails one notification's view shows (a cause mails each recipient once, see below). */
+export const CAUSE_EMAILS_SHOWN = 20;
+
+/**
+ * The e-mail deliveries one event caused to one user (by their index, migration 113), oldest first: those of
+ * the notification the same event made for that user. The ledger claims one delivery per (cause, recipient),
+ * so there is one at most; the bound only keeps the answer small should that ever change.
+ */
+export async function emailDeliveriesOfCause(
+  db: Queryable,
+  causeEventId: string,
+  recipient: string,
+): Promise<EmailDeliveryOut[]> {
+  const res = await db.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM email_deliveries WHERE cause_event_id = $1 AND recipient = $2
+      ORDER BY created_at, stream LIMIT ${CAUSE_EMAILS_SHOWN}`,
+    [causeEventId, recipient],
+  );
+  return res.rows.map(deliveryOut);
+}

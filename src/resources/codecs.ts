@@ -624,12 +624,6 @@ export const ProjectionLagCodec = closedWith(
   { error: s },
 );
 
-/** 30. One notification for an admin, with its webhook deliveries. */
-export const AdminNotificationDetailCodec = closed('AdminNotificationDetail', {
-  ...AdminNotificationCodec.type.props,
-  webhookDeliveries: t.array(WebhookDeliveryCodec),
-});
-
 /** An e-mail delivery (the ledger's read model): its state, attempts and last error. */
 export const EmailDeliveryCodec = closed('EmailDelivery', {
   id: s,
@@ -645,6 +639,16 @@ export const EmailDeliveryCodec = closed('EmailDelivery', {
   createdAt: s,
   sentAt: nullable(s),
   updatedAt: s,
+});
+
+/**
+ * 30. One notification for an admin, with its webhook deliveries and the e-mails its cause sent its user
+ * (null when its cause is not recorded: a row written before migration 113, until a rebuild).
+ */
+export const AdminNotificationDetailCodec = closed('AdminNotificationDetail', {
+  ...AdminNotificationCodec.type.props,
+  webhookDeliveries: t.array(WebhookDeliveryCodec),
+  emailDeliveries: nullable(t.array(EmailDeliveryCodec)),
 });
 
 /** The codecs that become named schemas under components/schemas. */

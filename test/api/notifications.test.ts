@@ -382,6 +382,78 @@ describe('notifications (24 to 31)', () => {
     expect((await t.request('GET', '/manage/admin/notifications', { token: client.token })).status).toBe(403);
   });
 
+  it('30 shows the e-mails its cause sent its user, as the admin e-mail list shows them (did the client get told?)', async () => {
+    const { client, coach, session } = await booked();
+    const admin = m.admin();
+    // The booking's e-mail to the client, as GET /api/v1/admin/emails?user= lists it once it went out.
+    const [email] = await eventually(
+      async () => (await t.request('GET', `/api/v1/admin/emails?user=${client.id}`, { token: admin })).body,
+      (l) => Array.isArray(l) && l.some((d: { status: string }) => d.status === 'sent'),
+    );
+    expect(email).toMatchObject({ recipient: client.id, template: 'booking', status: 'sent' });
+    const [notice] = (await list(client.token)).body;
+    const one = await t.request('GET', `/manage/admin/notifications/${notice.id}`, { token: admin });
+    expect(one.status).toBe(200);
+    // Only the client's: the coach's e-mail of the same booking is the coach's notification's.
+    expect(one.body.emailDeliveries).toEqual([email]);
+    const [coachNotice] = (await list(coach.token)).body;
+    const coachEmails = (
+      await t.request('GET', `/manage/admin/notifications/${coachNotice.id}`, { token: admin })
+    ).body.emailDeliveries;
+    expect(coachEmails).toHaveLength(1);
+    expect(coachEmails[0]).toMatchObject({ recipient: coach.id, template: 'booking' });
+    expect(coachEmails[0].id).not.toBe(email.id);
+    // A later cause of the same session: its notification shows its own e-mail, not the booking's.
+    expect(
+      (await t.request('POST', `/api/v1/session/${session.id}/approve`, { token: coach.token })).status,
+    ).toBe(200);
+    const approved = await eventually(
+      async () => ((await list(client.token)).body as { type: string; id: string }[])[0]!,
+      (n) => n.type === 'session_approved',
+    );
+    const approvedView = await eventually(
+      async () =>
+        (await t.request('GET', `/manage/admin/notifications/${approved.id}`, { token: admin })).body,
+      (b) => b.emailDeliveries?.some((d: { status: string }) => d.status === 'sent'),
+    );
+    expect(approvedView.emailDeliveries).toEqual([
+      expect.objectContaining({ recipient: client.id, template: 'approve', status: 'sent' }),
+    ]);
+  });
+
+  it('29 filters by read state and by a creation window, and pages through them', async () => {
+    const { client, coach, session } = await booked();
+    const admin = m.admin();
+    const get = (q: string) =>
+      t.request('GET', `/manage/admin/notifications?user=${client.id}${q}`, { token: admin });
+    const [notice] = (await list(client.token)).body;
+    expect((await get('&unread=true')).body.map((n: { id: string }) => n.id)).toEqual([notice.id]);
+    expect((await get('&unread=false')).body).toEqual([]);
+    const at = Date.parse(notice.createdAt);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    expect((await get(`&from=${iso(at)}&to=${iso(at + 1)}`)).body).toHaveLength(1);
+    expect((await get(`&from=${iso(at + 1)}`)).body).toEqual([]);
+    expect((await get(`&to=${iso(at)}`)).body).toEqual([]);
+    const backwards = await get(`&from=${iso(at)}&to=${iso(at - 1)}`);
+    expect([backwards.status, backwards.body.detail[0].loc]).toEqual([422, ['query', 'to']]);
+    const bad = await get('&unread=maybe');
+    expect([bad.status, bad.body.detail[0].loc]).toEqual([422, ['query', 'unread']]);
+    // Pages follow one order: two pages of one are the first two of two.
+    const act = await t.request('POST', `/api/v1/session/${session.id}/decline`, { token: coach.token });
+    expect(act.status).toBe(200);
+    await eventually(
+      async () => (await list(client.token)).body as unknown[],
+      (l) => l.length >= 2,
+    );
+    const [first, second, both] = [
+      await get('&limit=1'),
+      await get('&limit=1&offset=1'),
+      await get('&limit=2'),
+    ];
+    expect(both.body.map((n: { type: string }) => n.type)).toEqual(['session_declined', 'session_booked']);
+    expect([...first.body, ...second.body]).toEqual(both.body);
+  });
+
   it('31 answers the page or the counts at one URL by Accept, and says so (Vary: Accept) to every cache', async () => {
     // The page's own script reads the counts at the page's URL: without Vary a browser's cache keeps the
     // JSON under that URL and shows it for the page (the Back button), or the page where JSON is asked for.

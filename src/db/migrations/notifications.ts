@@ -144,4 +144,14 @@ CREATE INDEX webhook_deliveries_claimed ON webhook_deliveries (claimed_at) WHERE
 CREATE INDEX email_deliveries_recipient ON email_deliveries (recipient, updated_at DESC);
 `,
   },
+  {
+    version: 113,
+    // GET /manage/admin/notifications/{id}: the e-mails the notification's cause sent its user. Null on rows
+    // written before (their e-mails are not shown) until a rebuild of the notifications read model fills it.
+    name: "a notification's cause; e-mail deliveries by cause",
+    sql: `
+ALTER TABLE notifications ADD COLUMN cause_event_id text;
+CREATE INDEX email_deliveries_cause ON email_deliveries (cause_event_id, recipient);
+`,
+  },
 ];

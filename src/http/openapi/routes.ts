@@ -554,14 +554,14 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /manage/admin/notifications': {
     endpoint: 29,
     tag: 'Admin',
-    summary: "Every user's notifications, newest first; filters `user` and `type`",
+    summary: "Every user's notifications, newest first; filters `user`, `type`, `unread`, `from` and `to`",
     query: t.intersection([DefaultPaging, AdminFilter]),
     answer: list(A.AdminNotificationCodec),
   },
   'GET /manage/admin/notifications/:notification_id': {
     endpoint: 30,
     tag: 'Admin',
-    summary: 'One notification, with its webhook deliveries',
+    summary: 'One notification, with its webhook deliveries and the e-mails its cause sent its user',
     answer: A.AdminNotificationDetailCodec,
   },
   'GET /admin/notifications': {
