@@ -1,6 +1,20 @@
-import type { BookingEvent } from '../commands/booking/events';
+import { booking as bookingDecider } from '../commands/booking/decider';
+import {
+  bookingStream,
+  type BookingEvent,
+  type SessionCanceled,
+  type SessionReviewed,
+} from '../commands/booking/events';
 import { inbox } from '../commands/notifications/decider';
 import { notificationStream } from '../commands/notifications/events';
+import {
+  cancelToldBySessions,
+  paymentNoticeMessage,
+  paymentNoticeType,
+  reviewNoticeMessage,
+} from '../commands/notifications/inAppNotices';
+import { paymentStream, type PaymentCreated, type PaymentStatusChanged } from '../commands/payments/events';
+import { loadBooking } from '../commands/booking/lookups';
 import {
   NOTIFYING_SESSION_EVENTS,
   noticeBooking,
@@ -48,27 +62,95 @@ async function serviceRejectedNotice(store: EventStore, recorded: RecordedEvent)
   };
 }
 
+interface Notice {
+  userId: string;
+  type: string;
+  contentType: string;
+  contentId: string;
+  message: string;
+}
+
+/** The coach's notice of a review of one of its sessions, with the rating (in the app only). */
+async function reviewNotice(store: EventStore, recorded: RecordedEvent): Promise<Notice> {
+  const d = recorded.data as SessionReviewed['data'];
+  const booked = await loadBooking(store, d.groupId);
+  return {
+    userId: d.coachId,
+    type: 'session_reviewed',
+    contentType: 'session',
+    contentId: d.sessionId,
+    message: reviewNoticeMessage(booked?.terms.serviceName ?? 'your session', d.rating),
+  };
+}
+
+/**
+ * The client's notice of its payment's move, if it gives one (see `paymentNoticeType`): decided from the
+ * move first, so the moves that tell no one read nothing. The booking names the client and the service as
+ * booked, and tells whether the session notices told a cancel already; a payment without a booking (none
+ * is made so, but the log may hold one) names its client from its own stream.
+ */
+async function paymentNotice(store: EventStore, recorded: RecordedEvent): Promise<Notice | null> {
+  const d = recorded.data as PaymentStatusChanged['data'];
+  const type = paymentNoticeType(d);
+  if (!type) return null;
+  const { events } = await store.readStream(bookingStream(d.groupId));
+  let b = bookingDecider.initialState();
+  const canceledFor = new Map<string, string>();
+  for (const e of events) {
+    b = bookingDecider.evolve(b, { type: e.type, data: e.data } as BookingEvent);
+    if (e.type === 'SessionCanceled') {
+      const c = e.data as SessionCanceled['data'];
+      canceledFor.set(c.sessionId, c.reason);
+    }
+  }
+  if (
+    type === 'payment_canceled' &&
+    cancelToldBySessions(
+      [...b.sessions].map(([id, s]) => ({ state: s.state, canceledFor: canceledFor.get(id) })),
+    )
+  )
+    return null;
+  let clientId = b.groupId ? b.clientId : null;
+  if (!clientId) {
+    const created = (await store.readStream(paymentStream(d.paymentId))).events.find(
+      (e) => e.type === 'PaymentCreated',
+    );
+    if (!created) return null;
+    clientId = (created.data as PaymentCreated['data']).clientId;
+  }
+  return {
+    userId: clientId,
+    type,
+    contentType: 'payment',
+    contentId: d.paymentId,
+    message: paymentNoticeMessage(type, b.terms?.serviceName ?? 'your booking', d),
+  };
+}
+
 /**
  * Process manager of in-app notifications: each session event that notifies someone creates one
- * Notification per recipient in `notifications-<userId>`, and a rejected service one for its coach. The notification id is derived from the causing
- * event id and the user, and the inbox decider ignores a cause it has seen, so a replay creates nothing.
+ * Notification per recipient in `notifications-<userId>`; so do a rejected service (its coach), a review (its
+ * coach) and a payment's move to received, refund or canceled (its client, see `paymentNotice`). The
+ * notification id is derived from the causing event id and the user, and the inbox decider ignores a cause
+ * it has seen, so a replay creates nothing.
  */
 export function notificationProcess(store: EventStore): Projection {
   return {
     name: 'notification-process',
     lease: LEASES.notificationProcess,
-    handles: [...NOTIFYING_SESSION_EVENTS, 'ServiceRejected'],
+    // Not PaymentCreated: a booking's payment tells no one (its booking does).
+    handles: [...NOTIFYING_SESSION_EVENTS, 'ServiceRejected', 'SessionReviewed', 'PaymentStatusChanged'],
+    // A payment's move by its booking (groupId), so its notice never overtakes the booking's.
     orderedBy: (e) => sessionEventKeys(e.data),
     async react(recorded) {
-      let notices: {
-        userId: string;
-        type: string;
-        contentType: string;
-        contentId: string;
-        message: string;
-      }[];
+      let notices: Notice[];
       if (recorded.type === 'ServiceRejected') notices = [await serviceRejectedNotice(store, recorded)];
-      else {
+      else if (recorded.type === 'SessionReviewed') notices = [await reviewNotice(store, recorded)];
+      else if (recorded.type === 'PaymentStatusChanged') {
+        const notice = await paymentNotice(store, recorded);
+        if (!notice) return;
+        notices = [notice];
+      } else {
         const event = { type: recorded.type, data: recorded.data } as BookingEvent;
         const session = sessionNotices(event);
         if (!session.length) return;

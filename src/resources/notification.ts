@@ -26,6 +26,10 @@ export const NOTIFICATION_CODES: Readonly<Record<string, number>> = {
   service_rejected: 6,
   webhook_removed: 7,
   session_rescheduled: 8,
+  session_reviewed: 9,
+  payment_received: 10,
+  payment_refund: 11,
+  payment_canceled: 12,
 };
 export const notificationCode = (type: string): number =>
   Object.hasOwn(NOTIFICATION_CODES, type) ? NOTIFICATION_CODES[type]! : 0;

@@ -1,17 +1,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { uuidFrom } from '../../commands/notifications/sessionNotices';
 import { notificationProcess } from '../../projections/notificationProcess';
 import { eventually, marketplace } from '../support/marketplace';
 import { startTestSystem, type TestSystem } from '../support/system';
 
+const START = new Date('2026-12-01T08:00:00Z');
+let now = START;
 let t: TestSystem;
 let m: ReturnType<typeof marketplace>;
 beforeAll(async () => {
-  t = await startTestSystem({ clock: () => new Date('2026-12-01T08:00:00Z') });
+  t = await startTestSystem({ clock: () => now });
   m = marketplace(t);
 });
 afterAll(() => t.close());
+afterEach(() => {
+  now = START;
+});
 
 const SLOT = '2026-12-02T10:00:00';
 const list = (token: string, query = '') => t.request('GET', `/api/v1/notifications${query}`, { token });
@@ -114,6 +120,177 @@ describe('notifications (24 to 31)', () => {
     expect(await reasonOf(blank.coach, 'session_canceled')).toBe(
       'Your session of Tennis basics on 2026-12-02 10:00 (Europe/Berlin) was canceled by the client',
     );
+  });
+
+  it('a review tells its coach in the app, with the rating, once, also when the cause is handled again', async () => {
+    const { client, coach, session } = await booked();
+    const act = (who: { token: string }, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${session.id}/${action}`, { token: who.token, body });
+    expect((await act(coach, 'approve')).status).toBe(200);
+    now = new Date('2026-12-02T10:05:00Z');
+    expect((await act(coach, 'complete')).status).toBe(200);
+    expect((await act(client, 'review', { rating: 4, comment: 'Good drills' })).status).toBe(200);
+    const [reviewed] = await eventually(
+      async () => (await list(coach.token)).body as any[],
+      (l) => l[0]?.type === 'session_reviewed',
+    );
+    expect(reviewed).toEqual({
+      id: expect.any(String),
+      type: 'session_reviewed',
+      contentType: 'session',
+      contentId: session.id,
+      message: 'New review of Tennis basics (4/5)',
+      code: 9,
+      unread: true,
+      createdAt: expect.any(String),
+    });
+    // The client, who wrote it, is told nothing of it (its approval and booking only).
+    expect(((await list(client.token)).body as { type: string }[]).map((n) => n.type)).toEqual([
+      'session_approved',
+      'session_booked',
+    ]);
+    const { store } = t.system.deps;
+    const cause = (await store.readStream(`booking-${session.groupId}`)).events.find(
+      (e) => e.type === 'SessionReviewed',
+    )!;
+    expect(reviewed.id).toBe(uuidFrom('notification', cause.id, coach.id));
+    const inbox = async () => (await store.readStream(`notifications-${coach.id}`)).events.length;
+    const before = await inbox();
+    await notificationProcess(store).react!(cause);
+    await notificationProcess(store).react!(cause);
+    expect(await inbox()).toBe(before);
+    expect(((await list(coach.token)).body as { type: string }[]).map((n) => n.type)).toEqual([
+      'session_reviewed',
+      'session_booked',
+    ]);
+  });
+
+  it('a client hears of its payment received, refunded and then canceled, each once; its coach of none', async () => {
+    const { client, coach, session } = await booked();
+    const paymentId = (await m.sessionAs(client.token, session.id)).paymentId as string;
+    const provider = (status: string) =>
+      t.request('POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+        token: m.service(),
+        body: { status },
+      });
+    const newest = (type: string) =>
+      eventually(
+        async () => (await list(client.token)).body as any[],
+        (l) => l[0]?.type === type,
+      ).then((l) => l[0]);
+    expect((await provider('checkout')).status).toBe(200);
+    expect((await provider('received')).status).toBe(200);
+    expect(await newest('payment_received')).toEqual({
+      id: expect.any(String),
+      type: 'payment_received',
+      contentType: 'payment',
+      contentId: paymentId,
+      message: 'Payment received for Tennis basics',
+      code: 10,
+      unread: true,
+      createdAt: expect.any(String),
+    });
+    // The client cancels its only session: the money goes back (received -> refund, booking_canceled).
+    const cancel = await t.request('POST', `/api/v1/session/${session.id}/cancel`, {
+      token: client.token,
+      body: { reason: 'ill' },
+    });
+    expect(cancel.status).toBe(200);
+    expect(await newest('payment_refund')).toMatchObject({
+      contentType: 'payment',
+      contentId: paymentId,
+      message: 'Your payment for Tennis basics is being refunded',
+      code: 11,
+    });
+    // The refund went through (refund -> canceled): no session was left open for a session notice to tell.
+    expect((await provider('canceled')).status).toBe(200);
+    expect(await newest('payment_canceled')).toMatchObject({
+      contentType: 'payment',
+      contentId: paymentId,
+      message: 'Your payment for Tennis basics was canceled after its refund',
+      code: 12,
+    });
+    expect(((await list(client.token)).body as { type: string }[]).map((n) => n.type)).toEqual([
+      'payment_canceled',
+      'payment_refund',
+      'payment_received',
+      'session_booked',
+    ]);
+    // Each move handled again (a replay) notifies no one twice.
+    const { store } = t.system.deps;
+    const inbox = async () => (await store.readStream(`notifications-${client.id}`)).events.length;
+    const before = await inbox();
+    for (const move of (await store.readStream(`payment-${paymentId}`)).events) {
+      await notificationProcess(store).react!(move);
+      await notificationProcess(store).react!(move);
+    }
+    expect(await inbox()).toBe(before);
+    // The coach hears of the booking and of its client's cancellation, not of the client's money.
+    const coachTypes = await eventually(
+      async () => ((await list(coach.token)).body as { type: string }[]).map((n) => n.type),
+      (l) => l.length >= 2,
+    );
+    expect(coachTypes).toEqual(['session_canceled', 'session_booked']);
+  });
+
+  it('a payment canceled while its sessions are open, or after the client canceled them, adds no payment notice', async () => {
+    const { store } = t.system.deps;
+    const types = async (userId: string) =>
+      (await store.readStream(`notifications-${userId}`)).events
+        .filter((e) => e.type === 'NotificationCreated')
+        .map((e) => (e.data as { type: string }).type);
+    /** The payment's move to canceled, handled by the notification process (again, or first). */
+    const handleCancel = async (paymentId: string) => {
+      const move = (
+        await eventually(
+          async () => (await store.readStream(`payment-${paymentId}`)).events,
+          (l) => l.some((e) => (e.data as { to?: string }).to === 'canceled'),
+        )
+      ).find((e) => (e.data as { to?: string }).to === 'canceled')!;
+      await notificationProcess(store).react!(move);
+      return move.data as { reason: string };
+    };
+    const sessionCanceled = (who: { token: string }) =>
+      eventually(
+        async () => (await list(who.token)).body as { type: string }[],
+        (l) => l.some((n) => n.type === 'session_canceled'),
+      );
+    const paymentOf = async (s: { client: { token: string }; session: { id: string } }) =>
+      (await m.sessionAs(s.client.token, s.session.id)).paymentId as string;
+
+    // Canceled by the payment service (16): the session notice (reason payment_canceled) tells the client.
+    const byService = await booked();
+    const serviceCanceled = await paymentOf(byService);
+    const canceled = await t.request('POST', `/api/v1/payment/private/payment/${serviceCanceled}/cancel`, {
+      token: m.service(),
+    });
+    expect(canceled.status).toBe(200);
+    await sessionCanceled(byService.client);
+    expect(await handleCancel(serviceCanceled)).toMatchObject({ reason: 'canceled_by_service' });
+    expect(await types(byService.client.id)).toEqual(['session_booked', 'session_canceled']);
+
+    // Expired unpaid at its deadline (an hour before the start): the same, by the session notice alone.
+    const expired = await booked();
+    const expiredPayment = await paymentOf(expired);
+    now = new Date('2026-12-02T08:30:00Z');
+    await t.system.sweepExpiredPayments();
+    await sessionCanceled(expired.client);
+    expect(await handleCancel(expiredPayment)).toMatchObject({ reason: 'expired' });
+    expect(await types(expired.client.id)).toEqual(['session_booked', 'session_canceled']);
+    now = START;
+
+    // The client canceled its unpaid booking's only session: the payment follows (booking_canceled), and
+    // the client, who did it, is told nothing more.
+    const byClient = await booked();
+    const clientCanceled = await paymentOf(byClient);
+    const cancel = await t.request('POST', `/api/v1/session/${byClient.session.id}/cancel`, {
+      token: byClient.client.token,
+      body: { reason: 'away' },
+    });
+    expect(cancel.status).toBe(200);
+    await sessionCanceled(byClient.coach);
+    expect(await handleCancel(clientCanceled)).toMatchObject({ reason: 'booking_canceled' });
+    expect(await types(byClient.client.id)).toEqual(['session_booked']);
   });
 
   it('the outbox (no SMTP_URL) holds one .eml per recipient with a stable Message-ID', async () => {

@@ -380,7 +380,14 @@ describePg(
         const notices = countBy(
           ofType('NotificationCreated').map((e) => `${e.data.causationEventId}/${e.data.userId}`),
         );
-        expect(new Set(notices.keys())).toEqual(new Set(expectedNotices));
+        // And one to the client of each payment received (in the app only). An expiry canceled open sessions,
+        // whose notices told it: no payment notice for it.
+        const clientOf = new Map(ofType('PaymentCreated').map((e) => [e.data.paymentId, e.data.clientId]));
+        const paymentNotices = ofType('PaymentStatusChanged')
+          .filter((e) => e.data.to === 'received')
+          .map((e) => `${e.id}/${clientOf.get(e.data.paymentId)}`);
+        expect(paymentNotices).toHaveLength(paid.size);
+        expect(new Set(notices.keys())).toEqual(new Set([...expectedNotices, ...paymentNotices]));
         expect([...notices.values()].every((n) => n === 1)).toBe(true);
 
         // One e-mail per cause and recipient (session notices and requested e-mails), at the SMTP server.

@@ -609,6 +609,64 @@ describe('webhook channels (27)', () => {
       contentId: session.id,
     });
   });
+
+  it("sends a client's payment notice and a coach's review notice as it sends the others", async () => {
+    const client = await m.client();
+    const clientPath = `/hooks/${randomUUID()}`;
+    await registerHook(client.token, clientPath);
+    const { coach, session } = await book(client);
+    // The coach's hook is registered after its booking notice, so it is sent the review only.
+    await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: coach.token })).body,
+      (l) => l.length === 1,
+    );
+    const coachPath = `/hooks/${randomUUID()}`;
+    await registerHook(coach.token, coachPath);
+    const paymentId = (await m.sessionAs(client.token, session.id)).paymentId as string;
+    for (const status of ['checkout', 'received'])
+      expect(
+        (
+          await t.request('POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+            token: m.service(),
+            body: { status },
+          })
+        ).status,
+      ).toBe(200);
+    const act = (token: string, action: string, body?: unknown) =>
+      t.request('POST', `/api/v1/session/${session.id}/${action}`, { token, body });
+    expect((await act(coach.token, 'approve')).status).toBe(200);
+    const at = now;
+    now = new Date('2026-12-02T10:05:00Z');
+    try {
+      expect((await act(coach.token, 'complete')).status).toBe(200);
+      expect((await act(client.token, 'review', { rating: 5 })).status).toBe(200);
+    } finally {
+      now = at;
+    }
+    const sent = (path: string, n: number) =>
+      hooksAt(path, n).then((l) => l.map((h) => JSON.parse(h.body).data.notification));
+    const toClient = await sent(clientPath, 3);
+    expect(toClient.map((n: { type: string }) => n.type).sort()).toEqual([
+      'payment_received',
+      'session_approved',
+      'session_booked',
+    ]);
+    expect(toClient.find((n: { type: string }) => n.type === 'payment_received')).toMatchObject({
+      contentType: 'payment',
+      contentId: paymentId,
+      message: 'Payment received for Tennis basics',
+      code: 10,
+    });
+    expect(await sent(coachPath, 1)).toEqual([
+      expect.objectContaining({
+        type: 'session_reviewed',
+        contentType: 'session',
+        contentId: session.id,
+        message: 'New review of Tennis basics (5/5)',
+        code: 9,
+      }),
+    ]);
+  });
 });
 
 describe('listing and removing channels', () => {

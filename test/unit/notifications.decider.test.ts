@@ -5,7 +5,14 @@ import { emailRequest } from '../../commands/email/decider';
 import type { EmailRequested } from '../../commands/email/events';
 import { inbox, type NotificationCommand } from '../../commands/notifications/decider';
 import type { NotificationEvent, NotificationFields } from '../../commands/notifications/events';
+import {
+  cancelToldBySessions,
+  paymentNoticeMessage,
+  paymentNoticeType,
+  reviewNoticeMessage,
+} from '../../commands/notifications/inAppNotices';
 import { noticeMessage, sessionNotices, uuidFrom } from '../../commands/notifications/sessionNotices';
+import type { PaymentStatus } from '../../commands/payments/events';
 import { fold } from '../../src/decider';
 import { emailProcess } from '../../projections/emailProcess';
 import { notificationProcess } from '../../projections/notificationProcess';
@@ -317,5 +324,105 @@ describe('what orders the reactions of the notice, e-mail and webhook processes 
       recorded('NotificationCreated', { userId: 'u1', notificationId: 'n1' }),
     );
     expect([mail, hook]).toEqual([['u1'], ['u1']]);
+  });
+});
+
+describe('in-app notices of reviews and payments', () => {
+  const move = (from: PaymentStatus, to: PaymentStatus, reason = 'provider') => ({
+    paymentId: 'p1',
+    groupId: 'g1',
+    from,
+    to,
+    reason,
+    at: NOW,
+  });
+
+  it('a payment move tells its client of money received, refunded or canceled, and of nothing else', () => {
+    expect(
+      [
+        move('checkout', 'received'),
+        move('review', 'received'),
+        move('refund', 'received'),
+        move('received', 'refund', 'booking_canceled'),
+        move('delivered', 'refund'),
+        move('awaiting', 'canceled', 'expired'),
+        move('refund', 'canceled'),
+        move('checkout', 'canceled', 'canceled_by_service'),
+      ].map(paymentNoticeType),
+    ).toEqual([
+      'payment_received',
+      'payment_received',
+      'payment_received',
+      'payment_refund',
+      'payment_refund',
+      'payment_canceled',
+      'payment_canceled',
+      'payment_canceled',
+    ]);
+    // Nothing paid and the session's notice told it (or the client did it): the follow-up of a last session gone.
+    expect(paymentNoticeType(move('awaiting', 'canceled', 'booking_canceled'))).toBeNull();
+    for (const [from, to] of [
+      ['awaiting', 'checkout'],
+      ['checkout', 'review'],
+      ['checkout', 'failed'],
+      ['failed', 'checkout'],
+      ['received', 'delivered'],
+      ['delivered', 'deleted'],
+      ['awaiting', 'deleted'],
+      ['canceled', 'deleted'],
+    ] as const)
+      expect([from, to, paymentNoticeType(move(from, to))]).toEqual([from, to, null]);
+  });
+
+  it('a cancel is told by the session notices while a session is open or was canceled for the payment', () => {
+    expect(cancelToldBySessions([{ state: 'new' }])).toBe(true);
+    expect(cancelToldBySessions([{ state: 'completed' }, { state: 'approved' }])).toBe(true);
+    expect(cancelToldBySessions([{ state: 'canceled', canceledFor: 'payment_canceled' }])).toBe(true);
+    expect(cancelToldBySessions([{ state: 'canceled', canceledFor: 'ill' }, { state: 'completed' }])).toBe(
+      false,
+    );
+    expect(cancelToldBySessions([])).toBe(false);
+  });
+
+  it('words each notice for its reader', () => {
+    expect(reviewNoticeMessage('Tennis basics', 5)).toBe('New review of Tennis basics (5/5)');
+    const words = (type: Parameters<typeof paymentNoticeMessage>[0], from: PaymentStatus, reason: string) =>
+      paymentNoticeMessage(type, 'Tennis basics', { from, reason });
+    expect(words('payment_received', 'checkout', 'provider')).toBe('Payment received for Tennis basics');
+    expect(words('payment_refund', 'received', 'booking_canceled')).toBe(
+      'Your payment for Tennis basics is being refunded',
+    );
+    expect(words('payment_canceled', 'awaiting', 'expired')).toBe(
+      'Your payment for Tennis basics was canceled: it was not made in time',
+    );
+    expect(words('payment_canceled', 'refund', 'provider')).toBe(
+      'Your payment for Tennis basics was canceled after its refund',
+    );
+    expect(words('payment_canceled', 'checkout', 'canceled_by_service')).toBe(
+      'Your payment for Tennis basics was canceled',
+    );
+  });
+
+  it('the notification process leaves a new payment alone and reads no stream for a move that tells no one', async () => {
+    // A store with nothing in it: reading any stream would throw.
+    const p = notificationProcess({} as EventStore);
+    expect(p.handles).not.toContain('PaymentCreated');
+    expect(p.handles).toEqual(expect.arrayContaining(['PaymentStatusChanged', 'SessionReviewed']));
+    for (const data of [
+      move('awaiting', 'checkout'),
+      move('checkout', 'failed'),
+      move('received', 'delivered'),
+      move('awaiting', 'canceled', 'booking_canceled'),
+    ])
+      await expect(
+        p.react!({ type: 'PaymentStatusChanged', data, id: randomUUID() } as never),
+      ).resolves.toBeUndefined();
+    await expect(
+      p.react!({
+        type: 'PaymentStatusChanged',
+        data: move('checkout', 'received'),
+        id: randomUUID(),
+      } as never),
+    ).rejects.toThrow();
   });
 });
