@@ -15,9 +15,12 @@ import {
 } from '../commands/notifications/inAppNotices';
 import { paymentStream, type PaymentCreated, type PaymentStatusChanged } from '../commands/payments/events';
 import { loadBooking } from '../commands/booking/lookups';
+import { namedTimes } from '../commands/email/templates';
+import { paidAtSession } from '../commands/payments/transitions';
 import {
   NOTIFYING_SESSION_EVENTS,
   noticeBooking,
+  localSlot,
   noticeMessage,
   sessionEventKeys,
   sessionNotices,
@@ -111,19 +114,28 @@ async function paymentNotice(store: EventStore, recorded: RecordedEvent): Promis
   )
     return null;
   let clientId = b.groupId ? b.clientId : null;
-  if (!clientId) {
-    const created = (await store.readStream(paymentStream(d.paymentId))).events.find(
-      (e) => e.type === 'PaymentCreated',
-    );
-    if (!created) return null;
-    clientId = (created.data as PaymentCreated['data']).clientId;
-  }
+  // A failure names the payment's deadline, which its own stream holds (read for failures only).
+  const created =
+    !clientId || type === 'payment_failed'
+      ? ((await store.readStream(paymentStream(d.paymentId))).events.find((e) => e.type === 'PaymentCreated')
+          ?.data as PaymentCreated['data'] | undefined)
+      : undefined;
+  clientId ??= created?.clientId ?? null;
+  if (!clientId) return null;
+  // By when to pay again: while the deadline is ahead of the failure (a cash payment has none that is kept).
+  const payBy =
+    type === 'payment_failed' &&
+    created &&
+    !paidAtSession(created.method) &&
+    Date.parse(created.expiresAt) > Date.parse(d.at)
+      ? namedTimes([localSlot(created.expiresAt, b.timezone || 'UTC')], b.timezone || 'UTC')
+      : undefined;
   return {
     userId: clientId,
     type,
     contentType: 'payment',
     contentId: d.paymentId,
-    message: paymentNoticeMessage(type, b.terms?.serviceName ?? 'your booking', d),
+    message: paymentNoticeMessage(type, b.terms?.serviceName ?? 'your booking', d, payBy),
   };
 }
 

@@ -6,7 +6,7 @@ import type { PaymentStatusChanged } from '../payments/events';
  */
 
 /** Notification.type of a client's payment notice. */
-export type PaymentNoticeType = 'payment_received' | 'payment_refund' | 'payment_canceled';
+export type PaymentNoticeType = 'payment_received' | 'payment_refund' | 'payment_canceled' | 'payment_failed';
 
 /**
  * The notice a payment move may give its client, decided from the move alone (no stream read, so the moves
@@ -14,7 +14,8 @@ export type PaymentNoticeType = 'payment_received' | 'payment_refund' | 'payment
  * refund that did not go through), moved to refund, or canceled. Not a cancel that followed the booking's
  * last session declined or canceled (`booking_canceled`, an unpaid payment): its session's notice (or the
  * client's own act) told it, and nothing was paid. A cancel may still be told by the session notices (see
- * `cancelToldBySessions`); every other move (checkout, review, failed, delivered, deleted) tells no one.
+ * `cancelToldBySessions`). A failure tells the client by when to pay again (`payBy`). Every other move
+ * (checkout, review, delivered, deleted) tells no one.
  */
 export function paymentNoticeType(d: PaymentStatusChanged['data']): PaymentNoticeType | null {
   switch (d.to) {
@@ -24,6 +25,8 @@ export function paymentNoticeType(d: PaymentStatusChanged['data']): PaymentNotic
       return 'payment_refund';
     case 'canceled':
       return d.reason === 'booking_canceled' ? null : 'payment_canceled';
+    case 'failed':
+      return 'payment_failed';
     default:
       return null;
   }
@@ -42,13 +45,21 @@ export function cancelToldBySessions(sessions: { state: string; canceledFor?: st
   );
 }
 
-/** The in-app text of a payment notice. */
+/**
+ * The in-app text of a payment notice. `payBy` (a failure's): the deadline as a local label, when the payment
+ * can still be made before the expiry cancels the booking.
+ */
 export function paymentNoticeMessage(
   type: PaymentNoticeType,
   serviceName: string,
   d: Pick<PaymentStatusChanged['data'], 'from' | 'reason'>,
+  payBy?: string,
 ): string {
   switch (type) {
+    case 'payment_failed':
+      return `Your payment for ${serviceName} failed${
+        payBy ? `: pay again by ${payBy}, or the booking is canceled then` : ''
+      }`;
     case 'payment_received':
       return `Payment received for ${serviceName}`;
     case 'payment_refund':

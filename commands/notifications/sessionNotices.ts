@@ -117,7 +117,7 @@ export async function noticeBooking(store: EventStore, event: BookingEvent) {
 }
 
 /** An instant as a local date-time label of `zone` (`2026-12-02T10:00:00`). */
-const localSlot = (instant: string, zone: string) =>
+export const localSlot = (instant: string, zone: string) =>
   DateTime.fromISO(instant, { zone: zoneOf(zone) }).toFormat("yyyy-MM-dd'T'HH:mm:ss");
 
 /**

@@ -233,6 +233,54 @@ describe('notifications (24 to 31)', () => {
     expect(coachTypes).toEqual(['session_canceled', 'session_booked']);
   });
 
+  it('a failed payment tells its client by when to pay again before the booking is canceled, once per failure', async () => {
+    const { client, coach, session } = await booked();
+    const paymentId = (await m.sessionAs(client.token, session.id)).paymentId as string;
+    const provider = (status: string) =>
+      t.request('POST', `/api/v1/payment/private/payment/${paymentId}/update`, {
+        token: m.service(),
+        body: { status },
+      });
+    const failed = async (n: number) =>
+      (
+        await eventually(
+          async () => (await list(client.token)).body as any[],
+          (l) => l.filter((x) => x.type === 'payment_failed').length >= n,
+        )
+      ).filter((x) => x.type === 'payment_failed');
+    expect((await provider('checkout')).status).toBe(200);
+    expect((await provider('failed')).status).toBe(200);
+    const [first] = await failed(1);
+    expect(first).toEqual({
+      id: expect.any(String),
+      type: 'payment_failed',
+      contentType: 'payment',
+      contentId: paymentId,
+      message:
+        'Your payment for Tennis basics failed: pay again by 2026-12-02 09:00 (Europe/Berlin), or the booking is canceled then',
+      code: 14,
+      unread: true,
+      createdAt: expect.any(String),
+    });
+    // Tried again and failed again: a second notice; handled again (a replay), no third.
+    expect((await provider('checkout')).status).toBe(200);
+    expect((await provider('failed')).status).toBe(200);
+    expect(await failed(2)).toHaveLength(2);
+    const { store } = t.system.deps;
+    const inbox = async () => (await store.readStream(`notifications-${client.id}`)).events.length;
+    const before = await inbox();
+    for (const move of (await store.readStream(`payment-${paymentId}`)).events)
+      await notificationProcess(store).react!(move);
+    expect(await inbox()).toBe(before);
+    // Past its deadline a failure says only that it failed (the expiry cancels the booking at the next sweep).
+    now = new Date('2026-12-02T09:30:00Z');
+    expect((await provider('checkout')).status).toBe(200);
+    expect((await provider('failed')).status).toBe(200);
+    expect((await failed(3))[0].message).toBe('Your payment for Tennis basics failed');
+    const coachTypes = ((await list(coach.token)).body as { type: string }[]).map((n) => n.type);
+    expect(coachTypes).not.toContain('payment_failed');
+  });
+
   it('a payment canceled while its sessions are open, or after the client canceled them, adds no payment notice', async () => {
     const { store } = t.system.deps;
     const types = async (userId: string) =>

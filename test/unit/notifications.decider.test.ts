@@ -337,7 +337,7 @@ describe('in-app notices of reviews and payments', () => {
     at: NOW,
   });
 
-  it('a payment move tells its client of money received, refunded or canceled, and of nothing else', () => {
+  it('a payment move tells its client of money received, refunded, canceled or failed, and of nothing else', () => {
     expect(
       [
         move('checkout', 'received'),
@@ -348,6 +348,8 @@ describe('in-app notices of reviews and payments', () => {
         move('awaiting', 'canceled', 'expired'),
         move('refund', 'canceled'),
         move('checkout', 'canceled', 'canceled_by_service'),
+        move('checkout', 'failed'),
+        move('awaiting', 'failed'),
       ].map(paymentNoticeType),
     ).toEqual([
       'payment_received',
@@ -358,13 +360,14 @@ describe('in-app notices of reviews and payments', () => {
       'payment_canceled',
       'payment_canceled',
       'payment_canceled',
+      'payment_failed',
+      'payment_failed',
     ]);
     // Nothing paid and the session's notice told it (or the client did it): the follow-up of a last session gone.
     expect(paymentNoticeType(move('awaiting', 'canceled', 'booking_canceled'))).toBeNull();
     for (const [from, to] of [
       ['awaiting', 'checkout'],
       ['checkout', 'review'],
-      ['checkout', 'failed'],
       ['failed', 'checkout'],
       ['received', 'delivered'],
       ['delivered', 'deleted'],
@@ -401,6 +404,19 @@ describe('in-app notices of reviews and payments', () => {
     expect(words('payment_canceled', 'checkout', 'canceled_by_service')).toBe(
       'Your payment for Tennis basics was canceled',
     );
+    expect(
+      paymentNoticeMessage('payment_failed', 'Tennis basics', { from: 'checkout', reason: 'provider' }),
+    ).toBe('Your payment for Tennis basics failed');
+    expect(
+      paymentNoticeMessage(
+        'payment_failed',
+        'Tennis basics',
+        { from: 'checkout', reason: 'provider' },
+        '2026-12-02 09:00 (Europe/Berlin)',
+      ),
+    ).toBe(
+      'Your payment for Tennis basics failed: pay again by 2026-12-02 09:00 (Europe/Berlin), or the booking is canceled then',
+    );
   });
 
   it('the notification process leaves a new payment alone and reads no stream for a move that tells no one', async () => {
@@ -410,7 +426,6 @@ describe('in-app notices of reviews and payments', () => {
     expect(p.handles).toEqual(expect.arrayContaining(['PaymentStatusChanged', 'SessionReviewed']));
     for (const data of [
       move('awaiting', 'checkout'),
-      move('checkout', 'failed'),
       move('received', 'delivered'),
       move('awaiting', 'canceled', 'booking_canceled'),
     ])
