@@ -91,12 +91,29 @@
   async function loadLatest() {
     const f = new FormData($('filter'));
     const q = new URLSearchParams({ limit: '20' });
-    for (const k of ['user', 'type']) if (String(f.get(k) || '').trim()) q.set(k, String(f.get(k)).trim());
+    for (const k of ['user', 'type', 'unread'])
+      if (String(f.get(k) || '').trim()) q.set(k, String(f.get(k)).trim());
+    // from / to are picked in the operator's own zone (datetime-local, no zone): sent as the instants they are.
+    for (const k of ['from', 'to']) {
+      const v = String(f.get(k) || '');
+      if (!v) continue;
+      const at = new Date(v);
+      q.set(k, isNaN(at.getTime()) ? v : at.toISOString());
+    }
     const list = await api('GET', '/manage/admin/notifications?' + q);
     fill(
       $('notifications'),
       list.map((n) => {
         const tr = document.createElement('tr');
+        tr.dataset.notification = n.id;
+        if (n.id === detailId) tr.className = 'selected';
+        const action = document.createElement('td');
+        const open = document.createElement('button');
+        open.type = 'button';
+        open.className = 'details';
+        open.textContent = 'Details';
+        open.addEventListener('click', () => showDetail(n.id));
+        action.appendChild(open);
         tr.append(
           cell(when(n.createdAt)),
           cell(n.userId, 'mono'),
@@ -104,11 +121,73 @@
           cell(n.message, 'text'),
           cell(n.unread ? 'unread' : when(n.readAt)),
           cell(when(n.deliveredAt)),
+          action,
         );
         return tr;
       }),
       'none',
     );
+  }
+
+  // One notification (30) under the list, with the e-mails its cause sent its user; a Refresh reads it again.
+  let detailId = null;
+  const field = (name) => $('notification').querySelector('[data-field=' + name + ']');
+  async function loadDetail() {
+    const id = detailId;
+    if (!id) return;
+    let n;
+    try {
+      n = await api('GET', '/manage/admin/notifications/' + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status === 404 && id === detailId) hideDetail();
+      throw e;
+    }
+    if (id !== detailId) return; // another one was chosen (or the detail closed) meanwhile
+    field('id').textContent = n.id;
+    field('type').textContent = n.type;
+    field('user').textContent = n.userId;
+    field('created').textContent = when(n.createdAt);
+    field('message').textContent = n.message;
+    field('read').textContent = n.unread ? 'unread' : when(n.readAt);
+    field('delivered').textContent = n.deliveredAt ? when(n.deliveredAt) : 'not yet';
+    // null: the notification was written before its cause was kept (migration 113), until a rebuild.
+    const emails = n.emailDeliveries;
+    fill(
+      $('notification-emails'),
+      (emails || []).map((d) => {
+        const tr = document.createElement('tr');
+        tr.dataset.delivery = d.id;
+        tr.dataset.state = d.status;
+        tr.append(
+          badge(d.status),
+          cell(d.template),
+          cell(d.to, 'text'),
+          cell(d.attempts),
+          cell(d.error, 'error'),
+          cell(when(d.sentAt)),
+        );
+        return tr;
+      }),
+      emails === null ? 'not recorded (written before this was kept)' : 'none',
+    );
+    $('notification').hidden = false;
+    $('notification').dataset.notification = n.id;
+    for (const tr of $('notifications').querySelectorAll('tr[data-notification]'))
+      tr.classList.toggle('selected', tr.dataset.notification === n.id);
+  }
+  function showDetail(id) {
+    detailId = id;
+    delete $('notification').dataset.notification;
+    loadDetail().then(
+      () => say(''),
+      (e) => say(e.message),
+    );
+  }
+  function hideDetail() {
+    detailId = null;
+    $('notification').hidden = true;
+    delete $('notification').dataset.notification;
+    for (const tr of $('notifications').querySelectorAll('tr.selected')) tr.classList.remove('selected');
   }
 
   async function loadDeliveries() {
@@ -224,6 +303,7 @@
     const results = await Promise.allSettled([
       loadCounts(),
       loadLatest(),
+      loadDetail(),
       loadDeliveries(),
       loadServices(),
       loadProjections(),
@@ -256,6 +336,7 @@
     $('signin').hidden = false;
     $('who').hidden = true;
     $('panels').hidden = true;
+    hideDetail();
   }
 
   $('signin').addEventListener('submit', (e) => {
@@ -269,6 +350,7 @@
     signedIn();
   });
   $('signout').addEventListener('click', signOut);
+  $('notification-close').addEventListener('click', hideDetail);
   $('refresh').addEventListener('click', load);
   $('filter').addEventListener('submit', (e) => {
     e.preventDefault();

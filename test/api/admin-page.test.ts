@@ -47,6 +47,24 @@ suite(title, () => {
       return v !== undefined && v !== b;
     }, before);
   const stamp = () => page.evaluate(() => (globalThis as any).document.body.dataset.loaded ?? null);
+  /** Presses Refresh and waits for the page's load it starts. */
+  const refresh = async () => {
+    const before = await stamp();
+    await page.click('#refresh');
+    await reloaded(before);
+  };
+  /** A new coach's service waiting for review, on the page after a Refresh: its id and its row's selector. */
+  const waitingForReview = async (name: string) => {
+    const coach = await m.coach();
+    const created = await t.request('POST', '/api/v1/coach/services', {
+      token: coach.token,
+      body: { name, price: 40, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
+    });
+    expect(created.status).toBe(200);
+    const id = created.body.id as string;
+    await refresh();
+    return { id, coach: coach.id, row: `#services tr[data-service="${id}"]` };
+  };
 
   it('signs in with an admin token and shows the same counts as the API', async () => {
     // Data: a booking notifies its coach and client; another coach's service waits for review.
@@ -127,17 +145,7 @@ suite(title, () => {
   });
 
   it('approves a service waiting for review', async () => {
-    const coach = await m.coach();
-    const created = await t.request('POST', '/api/v1/coach/services', {
-      token: coach.token,
-      body: { name: 'Padel for two', price: 60, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
-    });
-    expect(created.status).toBe(200);
-    const id = created.body.id as string;
-    let before = await stamp();
-    await page.click('#refresh');
-    await reloaded(before);
-    const row = `#services tr[data-service="${id}"]`;
+    const { id, row } = await waitingForReview('Padel for two');
     expect(await page.textContent(row)).toContain('Padel for two');
 
     await fs.promises.mkdir(path.join(os.tmpdir(), 'coaching-admin'), { recursive: true });
@@ -145,7 +153,7 @@ suite(title, () => {
       path: path.join(os.tmpdir(), 'coaching-admin', 'admin-page.png'),
       fullPage: true,
     });
-    before = await stamp();
+    const before = await stamp();
     await page.click(`${row} button.approve`);
     await reloaded(before);
     expect(await page.$(row)).toBeNull();
@@ -154,20 +162,10 @@ suite(title, () => {
   });
 
   it('leaves a service waiting when Reject is cancelled, and rejects it with the reason typed', async () => {
-    const coach = await m.coach();
-    const created = await t.request('POST', '/api/v1/coach/services', {
-      token: coach.token,
-      body: { name: 'Surfing basics', price: 50, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
-    });
-    expect(created.status).toBe(200);
-    const id = created.body.id as string;
-    let before = await stamp();
-    await page.click('#refresh');
-    await reloaded(before);
-    const row = `#services tr[data-service="${id}"]`;
+    const { id, row } = await waitingForReview('Surfing basics');
 
     page.once('dialog', (d) => void d.dismiss());
-    before = await stamp();
+    let before = await stamp();
     await page.click(`${row} button.reject`);
     await reloaded(before);
     expect(await page.$(row)).not.toBeNull();
@@ -187,18 +185,8 @@ suite(title, () => {
 
   it('shows names and error messages as text, never as HTML', async () => {
     const hostile = '<img src=x onerror="document.body.dataset.pwned=1">\u202e\u200b';
-    const coach = await m.coach();
-    const created = await t.request('POST', '/api/v1/coach/services', {
-      token: coach.token,
-      body: { name: hostile, price: 40, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
-    });
-    expect(created.status).toBe(200);
-    let before = await stamp();
-    await page.click('#refresh');
-    await reloaded(before);
-    expect(await page.textContent(`#services tr[data-service="${created.body.id}"] td:nth-child(2)`)).toBe(
-      hostile,
-    );
+    const { id, row } = await waitingForReview(hostile);
+    expect(await page.textContent(`${row} td:nth-child(2)`)).toBe(hostile);
 
     // An error the API answers, holding what the operator typed, is shown as text as well.
     await page.fill('#filter input[name=user]', '<img src=x onerror="document.body.dataset.pwned=1">');
@@ -208,28 +196,16 @@ suite(title, () => {
     expect(await page.$$('img')).toHaveLength(0);
     expect(await page.evaluate(() => (globalThis as any).document.body.dataset.pwned)).toBeUndefined();
     // Out of the review queue (and the README's picture).
-    const id = created.body.id as string;
     const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
       token: m.admin(),
       body: {},
     });
     expect(rejected.status).toBe(200);
-    before = await stamp();
-    await page.click('#refresh');
-    await reloaded(before);
+    await refresh();
   });
 
   it('wraps a long unbroken name in its cell, keeping Approve and Reject in view', async () => {
-    const coach = await m.coach();
-    const created = await t.request('POST', '/api/v1/coach/services', {
-      token: coach.token,
-      body: { name: 'W'.repeat(120), price: 40, priceCurrency: 'EUR', sessionMinutesDuration: 60 },
-    });
-    expect(created.status).toBe(200);
-    const id = created.body.id as string;
-    let before = await stamp();
-    await page.click('#refresh');
-    await reloaded(before);
+    const { id } = await waitingForReview('W'.repeat(120));
     const fits = await page.evaluate((serviceId) => {
       const doc = (globalThis as any).document;
       const section = doc.querySelector('#review');
@@ -247,9 +223,7 @@ suite(title, () => {
       body: {},
     });
     expect(rejected.status).toBe(200);
-    before = await stamp();
-    await page.click('#refresh');
-    await reloaded(before);
+    await refresh();
   });
 
   it('says so when more services wait for review than the 50 it shows', async () => {
@@ -383,4 +357,208 @@ suite(title, () => {
     // The latest 50 are there too, newest first.
     expect(await page.$$eval('#deliveries tr[data-state=sent]', (rows) => rows.length)).toBe(50);
   }, 60_000);
+
+  /** The ids of the notifications the Latest list shows, in its order. */
+  const listedNotifications = () =>
+    page.$$eval('#notifications tr[data-notification]', (rows) =>
+      rows.map((r) => (r as any).dataset.notification as string),
+    );
+  /** Sets the Latest list's filters (empty for none), presses Filter and waits for the list it answers. */
+  const filterLatest = async (
+    f: { user?: string; type?: string; unread?: '' | 'true' | 'false'; from?: string; to?: string },
+    expected: string[],
+  ) => {
+    await page.fill('#filter input[name=user]', f.user ?? '');
+    await page.fill('#filter input[name=type]', f.type ?? '');
+    await page.selectOption('#filter select[name=unread]', f.unread ?? '');
+    await page.fill('#filter input[name=from]', f.from ?? '');
+    await page.fill('#filter input[name=to]', f.to ?? '');
+    await page.click('#filter button[type=submit]');
+    await page.waitForFunction(
+      (ids) =>
+        JSON.stringify(
+          Array.from(
+            (globalThis as any).document.querySelectorAll('#notifications tr[data-notification]'),
+          ).map((r: any) => r.dataset.notification),
+        ) === JSON.stringify(ids),
+      expected,
+    );
+    expect(await listedNotifications()).toEqual(expected);
+  };
+  /** Empties the filters (the next Refresh lists every user's notifications again). */
+  const clearFilters = async () => {
+    for (const name of ['user', 'type', 'from', 'to']) await page.fill(`#filter input[name=${name}]`, '');
+    await page.selectOption('#filter select[name=unread]', '');
+  };
+  /** Opens a listed notification's detail and waits for it. */
+  const openDetail = async (id: string) => {
+    await page.click(`#notifications tr[data-notification="${id}"] button.details`);
+    await page.waitForSelector(`#notification[data-notification="${id}"]`);
+  };
+  /** The detail's e-mail rows as the operator reads them: status, template, to, attempts, last error, sent at. */
+  const detailEmails = () =>
+    page.$$eval('#notification-emails tr[data-delivery]', (rows) =>
+      rows.map((r) => Array.from((r as any).cells).map((c: any) => c.textContent)),
+    );
+  /** How the page writes an instant (the browser's locale and zone). */
+  const shownAt = (iso: string | null) => page.evaluate((i) => (i ? new Date(i).toLocaleString() : ''), iso);
+
+  it("shows on a notification's detail the e-mails its cause sent its user, kept current by Refresh", async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    smtp.rejectNext(2, 550); // the booking's e-mails to client and coach are refused for good
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-04T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const emailsOf = async (user: string) =>
+      (await t.request('GET', `/api/v1/admin/emails?user=${user}`, { token: m.admin() })).body as any[];
+    const [email] = await eventually(
+      () => emailsOf(client.id),
+      (l) => l.length === 1 && l[0].status === 'failed',
+      8000,
+    );
+    await eventually(
+      () => emailsOf(coach.id),
+      (l) => l.length === 1 && l[0].status === 'failed',
+      8000,
+    );
+    const [notice] = await eventually(
+      async () => (await t.request('GET', '/api/v1/notifications', { token: client.token })).body as any[],
+      (l) => l.length === 1,
+    );
+
+    await filterLatest({ user: client.id }, [notice.id]);
+    await openDetail(notice.id);
+    expect(await page.textContent('#notification [data-field=type]')).toBe('session_booked');
+    expect(await page.textContent('#notification [data-field=message]')).toBe(notice.message);
+    expect(email.error).toMatch(/550/);
+    expect(await detailEmails()).toEqual([
+      ['failed', 'booking', email.to, String(email.attempts), email.error, ''],
+    ]);
+
+    // Retried (by the API here): Refresh shows the detail again, as 30 answers it now.
+    const retried = await t.request('POST', `/api/v1/admin/emails/${email.id}/retry`, { token: m.admin() });
+    expect([retried.status, retried.body.status]).toEqual([200, 'sent']);
+    await refresh();
+    const one = (await t.request('GET', `/manage/admin/notifications/${notice.id}`, { token: m.admin() }))
+      .body;
+    expect(one.emailDeliveries).toHaveLength(1);
+    const sent = one.emailDeliveries[0];
+    expect(sent).toMatchObject({ id: email.id, status: 'sent', error: null });
+    expect(await detailEmails()).toEqual([
+      ['sent', 'booking', sent.to, String(sent.attempts), '', await shownAt(sent.sentAt)],
+    ]);
+    expect(await shownAt(sent.sentAt)).not.toBe('');
+
+    await page.click('#notification-close');
+    expect(await page.isVisible('#notification')).toBe(false);
+    await clearFilters();
+  });
+
+  it('says "none" when the cause mailed nobody and "not recorded" for a notification written before that was kept', async () => {
+    // A rejected service tells its coach in the app only; its name is shown as text.
+    const hostile = '<img src=x onerror="document.body.dataset.pwned=1">';
+    const { id, coach } = await waitingForReview(hostile);
+    const rejected = await t.request('POST', `/api/v1/admin/services/${id}/reject`, {
+      token: m.admin(),
+      body: { reason: '<b>blurry</b>' },
+    });
+    expect(rejected.status).toBe(200);
+    const [notice] = await eventually(
+      async () =>
+        (await t.request('GET', `/manage/admin/notifications?user=${coach}`, { token: m.admin() }))
+          .body as any[],
+      (l) => l.length === 1,
+    );
+    expect(notice.type).toBe('service_rejected');
+
+    await filterLatest({ user: coach }, [notice.id]);
+    await openDetail(notice.id);
+    expect(await page.textContent('#notification [data-field=message]')).toBe(notice.message);
+    expect(notice.message).toContain(hostile);
+    expect(await detailEmails()).toEqual([]);
+    expect(await page.textContent('#notification-emails td.empty')).toBe('none');
+    expect(await page.$$('img, b')).toHaveLength(0);
+    expect(await page.evaluate(() => (globalThis as any).document.body.dataset.pwned)).toBeUndefined();
+
+    // A notification recorded before migration 113 kept its cause (until a rebuild): 30 answers null.
+    await t.database.db.query('UPDATE notifications SET cause_event_id = NULL WHERE id = $1', [notice.id]);
+    expect(
+      (await t.request('GET', `/manage/admin/notifications/${notice.id}`, { token: m.admin() })).body
+        .emailDeliveries,
+    ).toBeNull();
+    await refresh();
+    expect(await page.getAttribute('#notification', 'data-notification')).toBe(notice.id);
+    expect(await page.textContent('#notification-emails td.empty')).toBe(
+      'not recorded (written before this was kept)',
+    );
+    await page.click('#notification-close');
+    await clearFilters();
+  });
+
+  it('filters the latest notifications by read state and by a from / to creation window', async () => {
+    const coach = await m.coach();
+    const serviceId = await m.offering(coach);
+    const client = await m.client();
+    const booked = await t.request('POST', `/api/v1/service/${serviceId}`, {
+      token: client.token,
+      body: { slots: ['2026-12-07T10:00:00'] },
+    });
+    expect(booked.status).toBe(200);
+    const mine = (n: number) =>
+      eventually(
+        async () => (await t.request('GET', '/api/v1/notifications', { token: client.token })).body as any[],
+        (l) => l.length === n,
+      );
+    const [bookedNotice] = await mine(1);
+    const read = await t.request('PUT', '/api/v1/notifications', {
+      token: client.token,
+      body: { notifications: [bookedNotice.id] },
+    });
+    expect(read.status).toBe(200);
+    const approve = await t.request('POST', `/api/v1/session/${booked.body[0].id}/approve`, {
+      token: coach.token,
+    });
+    expect(approve.status).toBe(200);
+    const notices = await mine(2); // newest first
+    const [approvedNotice] = notices;
+    expect(approvedNotice.type).toBe('session_approved');
+
+    const user = client.id;
+    await filterLatest({ user }, [approvedNotice.id, bookedNotice.id]);
+    await filterLatest({ user, unread: 'true' }, [approvedNotice.id]);
+    await filterLatest({ user, unread: 'false' }, [bookedNotice.id]);
+
+    // from / to are picked to the minute in the operator's own zone (datetime-local) and sent as instants:
+    // from the minute the booking's notice was made (inclusive), or up to it or the next one (exclusive).
+    const local = (ms: number) =>
+      page.evaluate((i) => {
+        const d = new Date(i);
+        const p = (n: number) => String(n).padStart(2, '0');
+        return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+      }, ms);
+    const start = Math.floor(Date.parse(bookedNotice.createdAt) / 60_000) * 60_000;
+    const next = start + 60_000;
+    const within = (from: number, to: number) =>
+      notices
+        .filter((n) => Date.parse(n.createdAt) >= from && Date.parse(n.createdAt) < to)
+        .map((n) => n.id as string);
+    await filterLatest({ user, from: await local(start) }, [approvedNotice.id, bookedNotice.id]);
+    await filterLatest({ user, to: await local(start) }, []);
+    await filterLatest({ user, to: await local(next) }, within(0, next));
+    await filterLatest({ user, from: await local(next) }, within(next, Infinity));
+    await filterLatest({ user, from: await local(start), to: await local(next) }, within(start, next));
+    await filterLatest({ user, unread: 'false', from: await local(start) }, [bookedNotice.id]);
+    await filterLatest({ user, unread: 'true', to: await local(start) }, []);
+    expect(await page.textContent('#notifications td.empty')).toBe('none');
+    // A window that ends before it starts is the API's 422, said on the page.
+    await page.fill('#filter input[name=from]', await local(next));
+    await page.fill('#filter input[name=to]', await local(start));
+    await page.click('#filter button[type=submit]');
+    await page.waitForSelector('#message:has-text("422")');
+    await clearFilters();
+  });
 });
