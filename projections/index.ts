@@ -8,6 +8,7 @@ import { bookingListProcess } from './bookingListProcess';
 import { paymentsProjection } from './payments';
 import { paymentHistoryProjection } from './paymentHistory';
 import { paymentExpiryProjection } from './paymentExpiry';
+import { sessionRemindersProjection } from './sessionReminders';
 import { userProfilesProjection } from './userProfiles';
 import { servicesProjection } from './services';
 import { coachClientsProjection } from './coachClients';
@@ -54,6 +55,7 @@ export const allProjections = (ctx: {
   paymentExpiryProjection,
   calendarProjection,
   sessionsProjection,
+  sessionRemindersProjection,
   bookingProcess(ctx.store, ctx.clock),
   bookingListProcess(ctx.store),
   videosProjection,

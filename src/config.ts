@@ -55,7 +55,12 @@ export interface Config {
   instanceName: string;
   /** A process manager's lease lasts this long unrenewed: the longest its work waits when its owner dies. */
   leaseTtlMs: number;
+  /** How long before a session's start its parties are reminded of it (0: no reminders). */
+  sessionReminderLeadMs: number;
 }
+
+/** SESSION_REMINDER_LEAD_MS's default: the parties are reminded 24 hours before a session. */
+export const DEFAULT_SESSION_REMINDER_LEAD_MS = 24 * 3_600_000;
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me';
 
@@ -388,5 +393,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: corsOrigins(env),
     instanceName: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
     leaseTtlMs: Math.max(1000, positiveInt(env, 'LEASE_TTL_MS', 5000)),
+    sessionReminderLeadMs: positiveInt(env, 'SESSION_REMINDER_LEAD_MS', DEFAULT_SESSION_REMINDER_LEAD_MS),
   };
 }

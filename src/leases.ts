@@ -12,6 +12,8 @@ export const LEASES = {
   /** The e-mail process manager and the deferred-mail retry: one sender of mail. */
   mail: 'mail',
   paymentExpiry: 'payment-expiry',
+  /** The session reminder sweeper (src/sessionReminderSweeper.ts). */
+  sessionReminders: 'session-reminders',
   /** The webhook process manager (queues deliveries) and the dispatcher (sends them). */
   webhooks: 'webhooks',
   /** The process manager removing files that events made unreferenced (projections/blobCleanupProcess). */

@@ -17,6 +17,7 @@ import { createLogger, type Logger } from './log';
 import { createProjectionRunner, type ProjectionRunner } from '../projections/runner';
 import { allProjections } from '../projections';
 import { createPaymentExpirySweeper } from './paymentExpirySweeper';
+import { createSessionReminderSweeper } from './sessionReminderSweeper';
 import { openBlobStore } from './storage';
 import { sweepStaleFiles } from './storage/filesystem';
 import { uploadTmpDir } from './http/multipart';
@@ -34,6 +35,11 @@ export interface System {
   runner: ProjectionRunner;
   /** Cancels the unpaid payments due at the clock's now (the sweeper also runs this every few seconds). */
   sweepExpiredPayments(): Promise<number>;
+  /**
+   * Reminds both parties of the sessions due for a reminder at the clock's now (the sweeper also runs this
+   * every few seconds); resolves to how many sessions were reminded.
+   */
+  remindSessions(): Promise<number>;
   /** Forgets the Idempotency-Keys past their 24 h (also every 10 minutes); resolves to how many. */
   pruneIdempotencyKeys(): Promise<number>;
   /**
@@ -156,6 +162,8 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
   };
   const expirySweeper = createPaymentExpirySweeper(deps);
   expirySweeper.start();
+  const reminderSweeper = createSessionReminderSweeper(deps, config.sessionReminderLeadMs);
+  reminderSweeper.start();
   const mailRetry = createMailRetry({ ...deps, leaseMs: config.mailLeaseMs }, config.mailRetryIntervalMs);
   mailRetry.start();
   webhooks.start();
@@ -166,12 +174,14 @@ export async function createSystem(config: Config, overrides: SystemOverrides = 
     app: createApp(deps),
     runner,
     sweepExpiredPayments: () => expirySweeper.sweep(),
+    remindSessions: () => reminderSweeper.sweep(),
     retryDeferredEmails: (now?: Date) => mailRetry.retryDue(now),
     deliverWebhooks: () => webhooks.deliverDue(),
     pruneIdempotencyKeys: () => idempotencyPruner.prune(),
     async close() {
       await idempotencyPruner.stop();
       await expirySweeper.stop();
+      await reminderSweeper.stop();
       await mailRetry.stop();
       await webhooks.stop();
       await runner.stop();

@@ -14,6 +14,7 @@ export const READ_MODEL_TABLES: Readonly<Record<string, readonly string[]>> = {
   payments: ['payments'],
   payment_history: ['payment_history'],
   payment_expiry: ['payment_expiry_due'],
+  session_reminders: ['session_reminder_due'],
   calendar: ['coach_calendars', 'slot_holds'],
   sessions: ['sessions'],
   videos: ['videos'],

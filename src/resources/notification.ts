@@ -30,6 +30,7 @@ export const NOTIFICATION_CODES: Readonly<Record<string, number>> = {
   payment_received: 10,
   payment_refund: 11,
   payment_canceled: 12,
+  session_reminder: 13,
   payment_failed: 14,
 };
 export const notificationCode = (type: string): number =>

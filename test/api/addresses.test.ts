@@ -272,6 +272,7 @@ describe('saved addresses (endpoints 32, 33)', () => {
       'mail',
       'notification-process',
       'payment-expiry',
+      'session-reminders',
       'webhooks',
     ]);
     for (const lease of ok.body.leases) expect(lease).toMatchObject({ owner: ok.body.instance, mine: true });

@@ -154,4 +154,17 @@ ALTER TABLE notifications ADD COLUMN cause_event_id text;
 CREATE INDEX email_deliveries_cause ON email_deliveries (cause_event_id, recipient);
 `,
   },
+  {
+    version: 114,
+    // projections/sessionReminders.ts: the sessions still on, read by the reminder sweeper by start.
+    name: 'sessions due for a reminder',
+    sql: `
+CREATE TABLE session_reminder_due (
+  session_id uuid PRIMARY KEY,
+  group_id uuid NOT NULL,
+  starts_at timestamptz NOT NULL
+);
+CREATE INDEX session_reminder_due_start ON session_reminder_due (starts_at, session_id);
+`,
+  },
 ];
