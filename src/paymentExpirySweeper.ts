@@ -3,18 +3,14 @@ import type { Database } from './db/database';
 import type { EventMetadata, EventStore } from './eventstore/types';
 import type { Logger } from './log';
 import { LEASES, type Leases } from './leases';
+import { periodicSweep, type PeriodicSweep, type SweepGuards } from './periodicSweep';
 import { paymentDecider } from '../commands/payments/decider';
 import { paymentStream } from '../commands/payments/events';
 
 /** Who expires payments: recorded as the actor of every expiry. */
 export const SYSTEM_ACTOR = { userId: '00000000-0000-0000-0000-000000000000', role: 'system' };
 
-export interface PaymentExpirySweeper {
-  /** Expires every unpaid payment due at the clock's now; resolves to how many were canceled. */
-  sweep(): Promise<number>;
-  start(): void;
-  stop(): Promise<void>;
-}
+export type PaymentExpirySweeper = PeriodicSweep;
 
 /**
  * Cancels unpaid payments whose `expiresAt` has passed. The deadlines live in the `payment_expiry_due`
@@ -26,15 +22,7 @@ export function createPaymentExpirySweeper(
   intervalMs = 5000,
   batchSize = 100,
 ): PaymentExpirySweeper {
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<number> | null = null;
-  let stopped = false;
-
-  // With several instances one sweeps (the holder of the lease), and stops at once when it loses it.
-  const owner = () => !deps.leases || deps.leases.holds(LEASES.paymentExpiry);
-  let unwatch: (() => void) | undefined;
-
-  const sweepOnce = async (): Promise<number> => {
+  const sweepOnce = async ({ owner, stopped }: SweepGuards): Promise<number> => {
     if (!owner()) return 0;
     const now = deps.clock().toISOString();
     let expired = 0;
@@ -70,48 +58,11 @@ export function createPaymentExpirySweeper(
         }
       }
       const last = due.rows[due.rows.length - 1];
-      if (due.rows.length < batchSize || !last || stopped) break;
+      if (due.rows.length < batchSize || !last || stopped()) break;
       after = { at: last.at, id: last.id };
     }
     return expired;
   };
 
-  // Sweeps never overlap: a caller arriving during one waits for it and then sweeps again.
-  const sweep = async (): Promise<number> => {
-    while (running) await running.catch(() => 0);
-    running = sweepOnce();
-    try {
-      return await running;
-    } finally {
-      running = null;
-    }
-  };
-
-  const tick = () => {
-    if (stopped) return;
-    sweep()
-      .catch((err: unknown) => deps.log.error('payment expiry sweep failed', { error: String(err) }))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs);
-      });
-  };
-
-  return {
-    sweep,
-    start() {
-      stopped = false;
-      tick();
-      // Taking the lease over (its owner died or stopped): sweep at once rather than at the next tick.
-      unwatch = deps.leases?.watch(LEASES.paymentExpiry, (held) => {
-        if (held && !stopped) void sweep().catch(() => 0);
-      });
-    },
-    async stop() {
-      stopped = true;
-      unwatch?.();
-      if (timer) clearTimeout(timer);
-      timer = null;
-      await running?.catch(() => 0);
-    },
-  };
+  return periodicSweep(deps, { name: 'payment expiry', lease: LEASES.paymentExpiry, intervalMs }, sweepOnce);
 }

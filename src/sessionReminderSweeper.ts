@@ -3,6 +3,7 @@ import type { Database } from './db/database';
 import type { EventStore } from './eventstore/types';
 import type { Logger } from './log';
 import { LEASES, type Leases } from './leases';
+import { periodicSweep, type PeriodicSweep, type SweepGuards } from './periodicSweep';
 import { SYSTEM_ACTOR } from './paymentExpirySweeper';
 import { bookingStream } from '../commands/booking/events';
 import { inbox } from '../commands/notifications/decider';
@@ -15,12 +16,7 @@ import {
 } from '../commands/notifications/reminders';
 import { uuidFrom } from '../commands/notifications/sessionNotices';
 
-export interface SessionReminderSweeper {
-  /** Reminds of every session due at the clock's now; resolves to how many sessions were reminded. */
-  sweep(): Promise<number>;
-  start(): void;
-  stop(): Promise<void>;
-}
+export type SessionReminderSweeper = PeriodicSweep;
 
 /**
  * Reminds the client and the coach of a session the lead time (`SESSION_REMINDER_LEAD_MS`) before its start.
@@ -37,13 +33,6 @@ export function createSessionReminderSweeper(
   intervalMs = 5000,
   batchSize = 100,
 ): SessionReminderSweeper {
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<number> | null = null;
-  let stopped = false;
-
-  const owner = () => !deps.leases || deps.leases.holds(LEASES.sessionReminders);
-  let unwatch: (() => void) | undefined;
-
   /** Reminds both parties of one session if it is due; whether a notification was appended. */
   const remindOne = async (row: { id: string; groupId: string; at: string }): Promise<boolean> => {
     const fold = await readState(deps.store, bookingStream(row.groupId), reminderFold);
@@ -85,7 +74,7 @@ export function createSessionReminderSweeper(
     return appended;
   };
 
-  const sweepOnce = async (): Promise<number> => {
+  const sweepOnce = async ({ owner, stopped }: SweepGuards): Promise<number> => {
     if (!owner() || leadMs <= 0) return 0;
     // Every session starting within the lead time; the decision tells the due ones from the rest.
     const horizon = new Date(deps.clock().getTime() + leadMs).toISOString();
@@ -105,7 +94,7 @@ export function createSessionReminderSweeper(
         [horizon, batchSize, after?.at ?? null, after?.id ?? null],
       );
       for (const row of due.rows) {
-        if (!owner() || stopped) return reminded;
+        if (!owner() || stopped()) return reminded;
         try {
           if (await remindOne(row)) reminded++;
         } catch (err) {
@@ -113,49 +102,17 @@ export function createSessionReminderSweeper(
         }
       }
       const last = due.rows[due.rows.length - 1];
-      if (due.rows.length < batchSize || !last || stopped) break;
+      if (due.rows.length < batchSize || !last || stopped()) break;
       after = { at: last.at, id: last.id };
     }
     return reminded;
   };
 
-  // Sweeps never overlap: a caller arriving during one waits for it and then sweeps again.
-  const sweep = async (): Promise<number> => {
-    while (running) await running.catch(() => 0);
-    running = sweepOnce();
-    try {
-      return await running;
-    } finally {
-      running = null;
-    }
-  };
-
-  const tick = () => {
-    if (stopped) return;
-    sweep()
-      .catch((err: unknown) => deps.log.error('session reminder sweep failed', { error: String(err) }))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs);
-      });
-  };
-
-  return {
-    sweep,
-    start() {
-      // SESSION_REMINDER_LEAD_MS=0: reminders are off.
-      if (leadMs <= 0) return;
-      stopped = false;
-      tick();
-      unwatch = deps.leases?.watch(LEASES.sessionReminders, (held) => {
-        if (held && !stopped) void sweep().catch(() => 0);
-      });
-    },
-    async stop() {
-      stopped = true;
-      unwatch?.();
-      if (timer) clearTimeout(timer);
-      timer = null;
-      await running?.catch(() => 0);
-    },
-  };
+  const periodic = periodicSweep(
+    deps,
+    { name: 'session reminder', lease: LEASES.sessionReminders, intervalMs },
+    sweepOnce,
+  );
+  // SESSION_REMINDER_LEAD_MS=0: reminders are off (an on-demand sweep finds nothing either).
+  return { ...periodic, start: () => (leadMs > 0 ? periodic.start() : undefined) };
 }
