@@ -2,7 +2,7 @@ import { assertNever } from '../../src/decider';
 import { booking as bookingDecider, type Booking } from '../booking/decider';
 import type { BookingEvent } from '../booking/events';
 import { namedTimes } from '../email/templates';
-import { uuidFrom } from './sessionNotices';
+import { localSlot, uuidFrom } from './sessionNotices';
 
 /**
  * Session reminders: a notice to the client and the coach the lead time (SESSION_REMINDER_LEAD_MS, 24 h)
@@ -101,7 +101,10 @@ export function reminderMessage(fold: ReminderFold, n: ReminderNotice): string {
   const b = fold.booking;
   const session = b.sessions.get(n.sessionId);
   const serviceName = session?.terms?.serviceName ?? b.terms?.serviceName ?? 'your session';
-  const at = namedTimes(session ? [session.slot] : [], b.timezone || undefined);
+  // From the instant, in the booking's zone: a move after the coach changed zone records the new zone's wall
+  // time as the slot, which under the booking's zone label would name another hour.
+  const label = session && (b.timezone ? localSlot(session.startsAt, b.timezone) : session.slot);
+  const at = namedTimes(label ? [label] : [], b.timezone || undefined);
   const on = at ? ` on ${at}` : '';
   return n.role === 'coach'
     ? `Reminder: your session of ${serviceName}${on} with your client is coming up`

@@ -54,6 +54,32 @@ describe('decideReminder (pure)', () => {
     expect(decideReminder(fold(), sessionId, at, 0)).toEqual({ kind: 'drop' });
   });
 
+  it("names a session moved after the coach's zone change at its time in the booking's zone", () => {
+    // The coach moved the schedule to New York, then the session to 10:00 there (16:00 in Berlin): the move
+    // records New York's wall time as the slot; the booking (and every notice of it) speaks Berlin's.
+    const f = fold({
+      type: 'SessionRescheduled',
+      data: {
+        ...ref,
+        from: booked.sessions[0]!,
+        to: {
+          startsAt: '2030-01-03T15:00:00.000Z',
+          endsAt: '2030-01-03T16:00:00.000Z',
+          slot: '2030-01-03T10:00:00',
+        },
+        by: 'coach',
+        state: 'new',
+        moveId: randomUUID(),
+        at: '2030-01-01T08:10:00.000Z',
+      },
+    });
+    const d = decideReminder(f, sessionId, '2030-01-02T15:30:00.000Z', DAY);
+    if (d.kind !== 'remind') throw new Error('reminds');
+    expect(reminderMessage(f, d.notices[0]!)).toBe(
+      'Reminder: your session of Tennis basics on 2030-01-03 16:00 (Europe/Berlin) is coming up',
+    );
+  });
+
   it('keys a moved session by its new start, and waits for it', () => {
     const f = fold({
       type: 'SessionRescheduled',
