@@ -15,10 +15,15 @@ const START = '2026-12-01T08:00:00Z';
 const SLOT = '2026-12-02T10:00:00';
 let t: TestSystem;
 let m: ReturnType<typeof marketplace>;
-const clock = apiSuite(START, (system, market) => {
-  t = system;
-  m = market;
-});
+// The test systems leave reminders off (test/support/system.ts); on here, at the production default.
+const clock = apiSuite(
+  START,
+  (system, market) => {
+    t = system;
+    m = market;
+  },
+  { SESSION_REMINDER_LEAD_MS: String(loadConfig({ JWT_SECRET: 'x' }).sessionReminderLeadMs) },
+);
 
 const notices = async (token: string) =>
   (await t.request('GET', '/api/v1/notifications', { token })).body as {

@@ -8,7 +8,12 @@ export type Marketplace = ReturnType<typeof marketplace>;
  * the file's tests and closed after them. The clock is back at `start` before each test; a test moves it
  * with `clock.set(iso)`.
  */
-export function apiSuite(start: string, ready: (t: TestSystem, m: Marketplace) => void) {
+export function apiSuite(
+  start: string,
+  ready: (t: TestSystem, m: Marketplace) => void,
+  /** Configuration the file's system starts with (e.g. a feature the test systems leave off). */
+  env?: NodeJS.ProcessEnv,
+) {
   const clock = {
     now: new Date(start),
     set(iso: string) {
@@ -17,7 +22,7 @@ export function apiSuite(start: string, ready: (t: TestSystem, m: Marketplace) =
   };
   let system: TestSystem | undefined;
   beforeAll(async () => {
-    system = await startTestSystem({ clock: () => clock.now });
+    system = await startTestSystem({ clock: () => clock.now, ...(env ? { env } : {}) });
     ready(system, marketplace(system));
   });
   afterAll(() => system?.close());

@@ -80,6 +80,10 @@ export async function startTestSystem(
   const config = loadConfig({
     JWT_SECRET: 'test-secret',
     CONSISTENCY_WAIT_MS: '3000',
+    // Reminders are notices no event causes, sent as the clock passes a session's lead time: off unless a test
+    // turns them on (test/api/session-reminders.test.ts), so other tests' notification and webhook counts do
+    // not depend on when the sweeper's timer fires as they move their clocks.
+    SESSION_REMINDER_LEAD_MS: '0',
     ...(tmpDir ? { DATA_DIR: tmpDir } : {}),
     ...(esdb ? { EVENTSTORE_URL: esdb.server.url } : {}),
     ...overrides.env,
