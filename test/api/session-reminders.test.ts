@@ -8,6 +8,7 @@ import { apiSuite } from '../support/apiSuite';
 import { eventually, sessionsBookedData, type marketplace } from '../support/marketplace';
 import { testDatabase } from '../support/services';
 import type { TestSystem } from '../support/system';
+import { startWebhookReceiver } from '../support/webhookReceiver';
 
 // Booked on 1 December 2026 at 08:00 UTC for 2 December 10:00 in Berlin (09:00 UTC): 25 hours ahead, so the
 // reminder (24 hours before, the default SESSION_REMINDER_LEAD_MS) falls due at 09:00 UTC on 1 December.
@@ -22,8 +23,16 @@ const clock = apiSuite(
     t = system;
     m = market;
   },
-  { SESSION_REMINDER_LEAD_MS: String(loadConfig({ JWT_SECRET: 'x' }).sessionReminderLeadMs) },
+  {
+    SESSION_REMINDER_LEAD_MS: String(loadConfig({ JWT_SECRET: 'x' }).sessionReminderLeadMs),
+    WEBHOOK_ALLOW_LOOPBACK: 'true',
+  },
 );
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+});
+afterAll(() => receiver?.close());
 
 const notices = async (token: string) =>
   (await t.request('GET', '/api/v1/notifications', { token })).body as {
@@ -80,6 +89,36 @@ describe('session reminders', () => {
     clock.set('2026-12-02T08:30:00Z');
     expect(await sweep()).toBe(0);
     for (const u of [client, coach]) expect(await reminders(u.token)).toHaveLength(1);
+  });
+
+  it("reaches the parties' webhook channels, as every other notice does", async () => {
+    const { client, session } = await booked();
+    // Registered after the booking: its notices went out before; the reminder is the channel's first.
+    const path = `/hooks/${randomUUID()}`;
+    const channel = await t.request('POST', '/api/v1/notification/channel', {
+      token: client.token,
+      body: { type: 'webhook', address: receiver.url(path) },
+    });
+    expect(channel.status).toBe(200);
+    clock.set('2026-12-01T09:30:00Z');
+    await sweep();
+    const sent = await eventually(
+      async () =>
+        receiver
+          .at(path)
+          .map((h) => (JSON.parse(h.body) as { data: { notification: { type: string } } }).data.notification),
+      (l) => l.length >= 1,
+      8000,
+    );
+    expect(sent).toEqual([
+      expect.objectContaining({
+        type: 'session_reminder',
+        code: 13,
+        contentType: 'session',
+        contentId: session.id,
+        message: expect.stringContaining('2026-12-02 10:00 (Europe/Berlin)'),
+      }),
+    ]);
   });
 
   it('does not remind of a canceled session', async () => {
